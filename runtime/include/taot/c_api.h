@@ -1,0 +1,101 @@
+/* The C ABI of libtaot_runtime: status codes, dynamic argument values, opaque kernel handles and a
+ * thread-local last error. Generated libraries declare their typed C entry points on top of this.
+ * Pure C (C99 with anonymous unions, also valid C++); every function is thread-safe. */
+#ifndef TAOT_C_API_H_
+#define TAOT_C_API_H_
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes returned by every taot C function. TAOT_OK is zero. */
+typedef enum taot_status {
+  TAOT_OK = 0,
+  TAOT_INVALID_ARGUMENT = 1,   /* a null pointer, a wrong dtype, a bad config value */
+  TAOT_NO_MATCHING_VARIANT = 2,/* no compiled variant accepts these arguments */
+  TAOT_NO_DRIVER = 3,          /* libcuda could not be loaded or lacks an entry point */
+  TAOT_NO_CONTEXT = 4,         /* no CUDA context is current on the calling thread */
+  TAOT_UNSUPPORTED_DEVICE = 5, /* no cubin was compiled for this GPU's architecture */
+  TAOT_CUDA_ERROR = 6,         /* a driver call failed; the message names it */
+  TAOT_OUT_OF_RESOURCES = 7,   /* more shared memory, threads or grid than the device allows */
+  TAOT_NOT_SUPPORTED = 8,      /* the kernel needs a feature this runtime does not provide */
+  TAOT_INTERNAL = 9            /* a bug in taot */
+} taot_status;
+
+/* Element types. Values are stable: they are part of the ABI. */
+typedef enum taot_dtype {
+  TAOT_DTYPE_UNKNOWN = 0,
+  TAOT_DTYPE_I1 = 1, TAOT_DTYPE_I8 = 2, TAOT_DTYPE_I16 = 3, TAOT_DTYPE_I32 = 4, TAOT_DTYPE_I64 = 5,
+  TAOT_DTYPE_U8 = 6, TAOT_DTYPE_U16 = 7, TAOT_DTYPE_U32 = 8, TAOT_DTYPE_U64 = 9,
+  TAOT_DTYPE_FP8E4NV = 10, TAOT_DTYPE_FP8E5 = 11, TAOT_DTYPE_FP16 = 12, TAOT_DTYPE_BF16 = 13,
+  TAOT_DTYPE_FP32 = 14, TAOT_DTYPE_FP64 = 15
+} taot_dtype;
+
+/* One call argument. Pointers set `address` and `dtype` (the element type); integers set
+ * `integer` (sign-extended); fp32 scalars set `real32`, fp64 scalars `real64`; bools `integer`
+ * (0 or 1). The union is read in place as the kernel parameter, so set exactly one member. */
+typedef struct taot_arg {
+  union {
+    uint64_t address;
+    int64_t integer;
+    float real32;
+    double real64;
+  };
+  int32_t dtype; /* taot_dtype; pointers only */
+} taot_arg;
+
+/* A pointer argument of the typed C entry points. */
+typedef struct taot_ptr {
+  uint64_t address;
+  int32_t dtype; /* taot_dtype */
+} taot_ptr;
+
+/* One field of an exact config: `name` is a constexpr or option name (not owned), `integer`
+ * holds int, bool and dtype values, `real` float values. */
+typedef struct taot_config_value {
+  const char* name;
+  int64_t integer;
+  double real;
+} taot_config_value;
+
+/* A kernel of a generated library. Owned by the library; valid for the life of the process. */
+typedef struct taot_kernel taot_kernel;
+
+/* The message of the last failed call on this thread ("" if none). Owned by the runtime, valid
+ * until the thread's next taot call. */
+const char* taot_last_error(void);
+
+/* A short name for a status code, e.g. "TAOT_NO_MATCHING_VARIANT". */
+const char* taot_status_name(taot_status status);
+
+/* Launch with automatic selection (config == NULL, config_count == 0) or an exact config: the
+ * fields named must match; fields not named prefer the default config. `args` holds the
+ * kernel's non-constexpr arguments in order. */
+taot_status taot_launch(taot_kernel* kernel, CUstream stream, const taot_arg* args, size_t arg_count,
+                        const taot_config_value* config, size_t config_count);
+
+/* Launch one variant by its index in the kernel's variant list; fails if it does not accept the
+ * arguments (a misaligned pointer given to an aligned variant, say). */
+taot_status taot_launch_variant(taot_kernel* kernel, CUstream stream, const taot_arg* args,
+                                size_t arg_count, size_t variant_index);
+
+/* Load every variant's module in the current context / unload them. */
+taot_status taot_kernel_preload(taot_kernel* kernel);
+taot_status taot_kernel_unload(taot_kernel* kernel);
+
+/* Introspection. Returned strings are owned by the library and live as long as the process. */
+const char* taot_kernel_name(const taot_kernel* kernel);
+size_t taot_kernel_arg_count(const taot_kernel* kernel);
+const char* taot_kernel_arg_name(const taot_kernel* kernel, size_t arg_index);
+size_t taot_kernel_variant_count(const taot_kernel* kernel);
+const char* taot_kernel_variant_id(const taot_kernel* kernel, size_t variant_index);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TAOT_C_API_H_ */

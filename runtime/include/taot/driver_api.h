@@ -1,0 +1,51 @@
+// The one seam between taot and the CUDA driver: every entry point the runtime uses, listed once,
+// resolved from a dlopen'ed libcuda into one table. Tests install a recording fake table instead.
+#pragma once
+
+#include <cuda.h>
+
+#include "taot/status.h"
+
+namespace taot::driver {
+
+// X(member, symbol): `member` names the cuda.h function whose type the pointer has; `symbol` is
+// the versioned name exported by libcuda (cuda.h maps some names to _v2 symbols with macros).
+#define TAOT_DRIVER_REQUIRED(X)                          \
+  X(cuInit, "cuInit")                                    \
+  X(cuGetErrorName, "cuGetErrorName")                    \
+  X(cuGetErrorString, "cuGetErrorString")                \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent")                  \
+  X(cuCtxGetDevice, "cuCtxGetDevice")                    \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute")        \
+  X(cuDeviceGetName, "cuDeviceGetName")                  \
+  X(cuModuleLoadData, "cuModuleLoadData")                \
+  X(cuModuleUnload, "cuModuleUnload")                    \
+  X(cuModuleGetFunction, "cuModuleGetFunction")          \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute")            \
+  X(cuLaunchKernel, "cuLaunchKernel")
+
+// Entry points newer drivers have; null when absent.
+//  cuCtxGetId (CUDA 12.0) tells a new context from a destroyed one at the same address.
+#define TAOT_DRIVER_OPTIONAL(X) X(cuCtxGetId, "cuCtxGetId")
+
+// Function pointers of the driver. Every required member is non-null in a table returned by get().
+struct Api {
+#define TAOT_DRIVER_MEMBER(name, symbol) decltype(&::name) name = nullptr;
+  TAOT_DRIVER_REQUIRED(TAOT_DRIVER_MEMBER)
+  TAOT_DRIVER_OPTIONAL(TAOT_DRIVER_MEMBER)
+#undef TAOT_DRIVER_MEMBER
+};
+
+// The process's driver table: loads libcuda.so.1 and calls cuInit(0) on first use (thread-safe,
+// once). Fails with TAOT_NO_DRIVER when libcuda or a required entry point is missing, and with
+// TAOT_CUDA_ERROR when cuInit fails (no GPU, say); a failure is remembered and returned again.
+Expected<const Api*> get();
+
+// Replaces the table get() returns (nullptr restores the real driver, loaded on next use).
+// For tests; not thread-safe with concurrent launches. The table must outlive its use.
+void install_for_testing(const Api* api);
+
+// "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)".
+Status call_error(const Api& api, const char* call, CUresult result);
+
+}  // namespace taot::driver

@@ -1,0 +1,111 @@
+// The data a generated library hands to the runtime: one KernelTable per kernel, made of plain
+// constant aggregates (no constructors, no logic) so that it is constant-initialized.
+// The code generator writes these from manifest.json; the runtime reads them. Field meanings follow
+// docs/manifest.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "taot/c_api.h"
+
+namespace taot::table {
+
+// What a call argument is. Constexpr parameters are not call arguments.
+enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar };
+
+// One call argument. `types` lists, for pointers, the element dtypes some variant accepts (in
+// manifest order); for ints the integer types (TAOT_DTYPE_I32 / TAOT_DTYPE_I64); for floats the one
+// float type; for bools TAOT_DTYPE_I1.
+struct Arg {
+  const char* name;
+  ArgKind kind;
+  const taot_dtype* types;
+  std::uint16_t type_count;
+};
+
+enum class FieldKind : std::uint8_t { int_value, float_value, bool_value, dtype_value };
+
+// One config field (a constexpr parameter or a compile option). Int, bool and dtype values live in
+// `int_values` (dtypes as taot_dtype), float values in `float_values`; the other is null.
+struct ConfigField {
+  const char* name;
+  FieldKind kind;
+  const std::int64_t* int_values;
+  const double* float_values;
+  std::uint16_t value_count;
+  std::uint16_t default_index;
+};
+
+// How a variant was specialized for one call argument.
+//  pointer: `type` is the element dtype; `hint` 16 = compiled for 16-byte alignment, 0 = any.
+//  int:     `type` is TAOT_DTYPE_I32 or TAOT_DTYPE_I64; `hint` 1 = ==1, 16 = %16==0, 0 = none.
+//  float / bool: `type` is the scalar type; `hint` is 0.
+struct ArgSpecialization {
+  taot_dtype type;
+  std::uint8_t hint;
+};
+
+enum class GridOp : std::uint8_t { literal, arg, add, sub, mul, div, mod, cdiv, min, max, neg };
+
+// One instruction of a postfix grid program: `literal` pushes `value`, `arg` pushes call argument
+// number `arg` (an int scalar), the others pop their operands and push the result.
+struct GridInstr {
+  GridOp op;
+  std::uint16_t arg;
+  std::int64_t value;
+};
+
+struct GridProgram {
+  const GridInstr* code;
+  std::uint16_t length;
+};
+
+// One compiled binary of a variant for one target.
+struct Image {
+  const char* target;          // as in the spec, e.g. "sm_90"
+  std::uint16_t arch;          // compute capability, major * 10 + minor
+  bool arch_specific;          // built as sm_XXa: runs only on exactly `arch`
+  const void* cubin;           // ELF bytes, `cubin_size` long
+  std::size_t cubin_size;
+  const char* function_name;   // the entry point in the cubin
+  std::uint32_t shared_bytes;  // dynamic shared memory per block
+  std::uint16_t num_warps;
+  std::uint16_t num_ctas;
+  std::uint32_t cluster_dims[3];
+  std::uint64_t global_scratch_size;   // bytes per program (times num_ctas)
+  std::uint32_t global_scratch_align;
+  std::uint64_t profile_scratch_size;
+  std::uint32_t profile_scratch_align;
+  bool cooperative;            // launch_cooperative_grid
+  bool pdl;                    // launch_pdl
+};
+
+// One variant: a specialization plus a config, with an image per target.
+// `specialization` has one entry per call argument; `config` one value index per config field;
+// `params` lists the call arguments passed to the kernel, in order (constexprs and ==1 ints are
+// compiled in); the runtime appends the two scratch pointers Triton 3.6 kernels take.
+struct Variant {
+  const char* id;
+  const ArgSpecialization* specialization;
+  const std::uint16_t* config;
+  const std::uint16_t* params;
+  std::uint16_t param_count;
+  GridProgram grid[3];
+  const Image* images;
+  std::uint16_t image_count;
+};
+
+struct KernelTable {
+  const char* library;
+  const char* name;
+  const char* grid_text[3];
+  const Arg* args;
+  std::uint16_t arg_count;
+  const ConfigField* fields;
+  std::uint16_t field_count;
+  const Variant* variants;
+  std::uint32_t variant_count;
+};
+
+}  // namespace taot::table

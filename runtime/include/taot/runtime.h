@@ -1,0 +1,249 @@
+// The C++ API of libtaot_runtime: typed pointers, argument values, config requests, and Kernel,
+// which selects a compiled variant for a call, loads its module in the current context and
+// launches it. Generated libraries are thin typed wrappers over Kernel.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "taot/c_api.h"
+#include "taot/kernel_table.h"
+#include "taot/status.h"
+
+namespace taot {
+
+// Element types; the values are the C ABI's taot_dtype.
+enum class DType : std::int32_t {
+  unknown = TAOT_DTYPE_UNKNOWN,
+  i1 = TAOT_DTYPE_I1, i8 = TAOT_DTYPE_I8, i16 = TAOT_DTYPE_I16, i32 = TAOT_DTYPE_I32, i64 = TAOT_DTYPE_I64,
+  u8 = TAOT_DTYPE_U8, u16 = TAOT_DTYPE_U16, u32 = TAOT_DTYPE_U32, u64 = TAOT_DTYPE_U64,
+  fp8e4nv = TAOT_DTYPE_FP8E4NV, fp8e5 = TAOT_DTYPE_FP8E5, fp16 = TAOT_DTYPE_FP16,
+  bf16 = TAOT_DTYPE_BF16, fp32 = TAOT_DTYPE_FP32, fp64 = TAOT_DTYPE_FP64,
+};
+
+// Triton's name of a dtype ("fp32", "bf16", ...); "unknown" for anything else.
+const char* dtype_name(DType dtype) noexcept;
+// The dtype of a Triton name, or DType::unknown.
+DType dtype_from_name(std::string_view name) noexcept;
+
+// Host-side stand-ins for element types C++ lacks, so that typed pointers carry their dtype.
+struct fp16_t { std::uint16_t bits; };
+struct bf16_t { std::uint16_t bits; };
+struct fp8e4nv_t { std::uint8_t bits; };
+struct fp8e5_t { std::uint8_t bits; };
+
+// dtype_of<T>::value is the DType of element type T. Specialize it for your own element types.
+template <class T>
+struct dtype_of;
+#define TAOT_DTYPE_OF(type, dtype) \
+  template <>                      \
+  struct dtype_of<type> : std::integral_constant<DType, DType::dtype> {}
+TAOT_DTYPE_OF(bool, i1);
+TAOT_DTYPE_OF(std::int8_t, i8);
+TAOT_DTYPE_OF(std::int16_t, i16);
+TAOT_DTYPE_OF(std::int32_t, i32);
+TAOT_DTYPE_OF(std::int64_t, i64);
+TAOT_DTYPE_OF(std::uint8_t, u8);
+TAOT_DTYPE_OF(std::uint16_t, u16);
+TAOT_DTYPE_OF(std::uint32_t, u32);
+TAOT_DTYPE_OF(std::uint64_t, u64);
+TAOT_DTYPE_OF(float, fp32);
+TAOT_DTYPE_OF(double, fp64);
+TAOT_DTYPE_OF(fp16_t, fp16);
+TAOT_DTYPE_OF(bf16_t, bf16);
+TAOT_DTYPE_OF(fp8e4nv_t, fp8e4nv);
+TAOT_DTYPE_OF(fp8e5_t, fp8e5);
+#if defined(__CUDA_FP16_TYPES_EXIST__)
+TAOT_DTYPE_OF(__half, fp16);
+#endif
+#if defined(__CUDA_BF16_TYPES_EXIST__)
+TAOT_DTYPE_OF(__nv_bfloat16, bf16);
+#endif
+#undef TAOT_DTYPE_OF
+
+// A device pointer with its element dtype. Made implicitly from a typed pointer (float*,
+// taot::bf16_t*, ...), or explicitly from an address and a dtype.
+class Ptr {
+ public:
+  template <class T>
+  Ptr(T* pointer) noexcept  // NOLINT(google-explicit-constructor): typed pointers convert
+      : address_(reinterpret_cast<std::uintptr_t>(pointer)),
+        dtype_(dtype_of<std::remove_cv_t<T>>::value) {}
+  Ptr(CUdeviceptr address, DType dtype) noexcept : address_(address), dtype_(dtype) {}
+  Ptr(const void* pointer, DType dtype) noexcept
+      : address_(reinterpret_cast<std::uintptr_t>(pointer)), dtype_(dtype) {}
+
+  std::uint64_t address() const noexcept { return address_; }
+  DType dtype() const noexcept { return dtype_; }
+
+ private:
+  std::uint64_t address_;
+  DType dtype_;
+};
+
+// Call-argument values in the C ABI's form, one overload per scalar kind the kernels take.
+inline taot_arg arg(Ptr pointer) noexcept {
+  taot_arg value{};
+  value.address = pointer.address();
+  value.dtype = static_cast<std::int32_t>(pointer.dtype());
+  return value;
+}
+inline taot_arg arg(std::int32_t integer) noexcept {
+  taot_arg value{};
+  value.integer = integer;
+  return value;
+}
+inline taot_arg arg(std::int64_t integer) noexcept {
+  taot_arg value{};
+  value.integer = integer;
+  return value;
+}
+inline taot_arg arg(float real) noexcept {
+  taot_arg value{};
+  value.real32 = real;
+  return value;
+}
+inline taot_arg arg(double real) noexcept {
+  taot_arg value{};
+  value.real64 = real;
+  return value;
+}
+inline taot_arg arg(bool flag) noexcept {
+  taot_arg value{};
+  value.integer = flag ? 1 : 0;
+  return value;
+}
+
+// One field of an exact config request: unset fields prefer the default config's value.
+struct FieldRequest {
+  bool set = false;
+  std::int64_t integer = 0;  // int, bool and dtype fields
+  double real = 0.0;         // float fields
+};
+inline FieldRequest request(const std::optional<std::int64_t>& value) noexcept {
+  return value ? FieldRequest{true, *value, 0.0} : FieldRequest{};
+}
+inline FieldRequest request(const std::optional<double>& value) noexcept {
+  return value ? FieldRequest{true, 0, *value} : FieldRequest{};
+}
+inline FieldRequest request(const std::optional<bool>& value) noexcept {
+  return value ? FieldRequest{true, *value ? 1 : 0, 0.0} : FieldRequest{};
+}
+inline FieldRequest request(const std::optional<DType>& value) noexcept {
+  return value ? FieldRequest{true, static_cast<std::int64_t>(*value), 0.0} : FieldRequest{};
+}
+
+// Which variant a launch uses.
+class Selection {
+ public:
+  // The default config, most specialized variant that accepts the arguments.
+  static Selection automatic() noexcept { return Selection(nullptr, kNoVariant); }
+  // The fields set in `fields` (one per config field, in table order) must match; unset fields
+  // prefer the default. `fields` must outlive the launch call.
+  static Selection config(const FieldRequest* fields) noexcept { return Selection(fields, kNoVariant); }
+  // Exactly the variant at `index` in the kernel's variant list.
+  static Selection variant(std::size_t index) noexcept { return Selection(nullptr, index); }
+
+  Selection() noexcept : Selection(nullptr, kNoVariant) {}
+  const FieldRequest* fields() const noexcept { return fields_; }
+  bool is_variant() const noexcept { return variant_ != kNoVariant; }
+  std::size_t variant_index() const noexcept { return variant_; }
+
+ private:
+  static constexpr std::size_t kNoVariant = ~std::size_t{0};
+  Selection(const FieldRequest* fields, std::size_t variant) noexcept : fields_(fields), variant_(variant) {}
+  const FieldRequest* fields_;
+  std::size_t variant_;
+};
+
+// A read-only view of one compiled variant, for enumeration (bench, tune, tests).
+class VariantInfo {
+ public:
+  VariantInfo(const table::KernelTable& table, std::size_t index) noexcept : table_(&table), index_(index) {}
+  std::size_t index() const noexcept { return index_; }
+  const char* id() const noexcept { return data().id; }
+  const table::Variant& data() const noexcept { return table_->variants[index_]; }
+  const table::KernelTable& kernel() const noexcept { return *table_; }
+  // The value of config field `name` (ints, bools and dtypes as integers), if the field exists.
+  std::optional<std::int64_t> config_integer(std::string_view name) const noexcept;
+  std::optional<double> config_real(std::string_view name) const noexcept;
+  // "x_ptr: fp32 align 16, n_elements: i32 %16; BLOCK_SIZE=1024 num_warps=4 num_stages=3; sm_80 sm_90"
+  std::string describe() const;
+
+ private:
+  const table::KernelTable* table_;
+  std::size_t index_;
+};
+
+// The variants of a kernel, in manifest order; iterable.
+class VariantList {
+ public:
+  class iterator {
+   public:
+    iterator(const table::KernelTable& table, std::size_t index) noexcept : table_(&table), index_(index) {}
+    VariantInfo operator*() const noexcept { return VariantInfo(*table_, index_); }
+    iterator& operator++() noexcept { ++index_; return *this; }
+    bool operator!=(const iterator& other) const noexcept { return index_ != other.index_; }
+    bool operator==(const iterator& other) const noexcept { return index_ == other.index_; }
+   private:
+    const table::KernelTable* table_;
+    std::size_t index_;
+  };
+  explicit VariantList(const table::KernelTable& table) noexcept : table_(&table) {}
+  std::size_t size() const noexcept { return table_->variant_count; }
+  VariantInfo operator[](std::size_t index) const noexcept { return VariantInfo(*table_, index); }
+  iterator begin() const noexcept { return iterator(*table_, 0); }
+  iterator end() const noexcept { return iterator(*table_, table_->variant_count); }
+
+ private:
+  const table::KernelTable* table_;
+};
+
+namespace detail {
+struct KernelState;
+}
+
+// One kernel of a generated library. Thread-safe: any number of threads may launch at once, on
+// any number of contexts and devices; the module of a (context, cubin) is loaded exactly once.
+// Owns host-side state only; modules stay loaded until unload() or process exit.
+class Kernel {
+ public:
+  explicit constexpr Kernel(const table::KernelTable& table) noexcept : table_(&table) {}
+  ~Kernel();
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+
+  // Launches on `stream` (of the current context) with `args` = the kernel's non-constexpr
+  // arguments in order. Fails with a message naming the kernel, the variant and the argument.
+  // A grid with a zero dimension launches nothing and succeeds.
+  Status launch(CUstream stream, const taot_arg* args, std::size_t arg_count,
+                const Selection& selection = Selection::automatic());
+
+  // The variant index `launch` would use, without launching.
+  Expected<std::size_t> select(const taot_arg* args, std::size_t arg_count,
+                               const Selection& selection = Selection::automatic());
+
+  // Loads the modules of every variant that has a cubin for the current context's device.
+  Status preload();
+  // Unloads this kernel's modules in the current context. No launch of this kernel may run
+  // concurrently with it.
+  Status unload();
+
+  const table::KernelTable& table() const noexcept { return *table_; }
+  VariantList variants() const noexcept { return VariantList(*table_); }
+
+  taot_kernel* handle() noexcept { return reinterpret_cast<taot_kernel*>(this); }
+  static Kernel* from_handle(taot_kernel* handle) noexcept { return reinterpret_cast<Kernel*>(handle); }
+
+ private:
+  Expected<detail::KernelState*> state();
+  const table::KernelTable* table_;
+  std::atomic<detail::KernelState*> state_{nullptr};
+};
+
+}  // namespace taot

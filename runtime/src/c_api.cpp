@@ -1,0 +1,130 @@
+// The C ABI over taot::Kernel: status codes out, messages into a thread-local last error.
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "taot/c_api.h"
+#include "taot/runtime.h"
+
+namespace {
+
+thread_local std::string last_error;
+
+taot_status report(taot::Status status) {
+  if (status.ok()) return TAOT_OK;
+  last_error = status.message();
+  return status.code();
+}
+
+// Runs `body` (returning a Status) and turns any escaping exception into TAOT_INTERNAL.
+template <class Body>
+taot_status guarded(Body&& body) noexcept {
+  try {
+    return report(body());
+  } catch (const std::exception& error) {
+    last_error = std::string("taot internal error: ") + error.what();
+  } catch (...) {
+    last_error = "taot internal error";
+  }
+  return TAOT_INTERNAL;
+}
+
+taot::Status null_kernel() { return taot::Status::error(TAOT_INVALID_ARGUMENT, "the kernel handle is null"); }
+
+}  // namespace
+
+extern "C" {
+
+const char* taot_last_error(void) { return last_error.c_str(); }
+
+const char* taot_status_name(taot_status status) {
+  switch (status) {
+    case TAOT_OK: return "TAOT_OK";
+    case TAOT_INVALID_ARGUMENT: return "TAOT_INVALID_ARGUMENT";
+    case TAOT_NO_MATCHING_VARIANT: return "TAOT_NO_MATCHING_VARIANT";
+    case TAOT_NO_DRIVER: return "TAOT_NO_DRIVER";
+    case TAOT_NO_CONTEXT: return "TAOT_NO_CONTEXT";
+    case TAOT_UNSUPPORTED_DEVICE: return "TAOT_UNSUPPORTED_DEVICE";
+    case TAOT_CUDA_ERROR: return "TAOT_CUDA_ERROR";
+    case TAOT_OUT_OF_RESOURCES: return "TAOT_OUT_OF_RESOURCES";
+    case TAOT_NOT_SUPPORTED: return "TAOT_NOT_SUPPORTED";
+    case TAOT_INTERNAL: return "TAOT_INTERNAL";
+  }
+  return "TAOT_UNKNOWN_STATUS";
+}
+
+taot_status taot_launch(taot_kernel* handle, CUstream stream, const taot_arg* args, size_t arg_count,
+                        const taot_config_value* config, size_t config_count) {
+  return guarded([&]() -> taot::Status {
+    if (handle == nullptr) return null_kernel();
+    taot::Kernel& kernel = *taot::Kernel::from_handle(handle);
+    if (config_count == 0) return kernel.launch(stream, args, arg_count, taot::Selection::automatic());
+    const taot::table::KernelTable& table = kernel.table();
+    std::vector<taot::FieldRequest> fields(table.field_count);
+    for (size_t c = 0; c < config_count; ++c) {
+      const char* name = config[c].name;
+      size_t f = 0;
+      while (f < table.field_count && (name == nullptr || std::string(name) != table.fields[f].name)) ++f;
+      if (f == table.field_count) {
+        std::string known;
+        for (size_t k = 0; k < table.field_count; ++k) known += (k ? ", " : "") + std::string(table.fields[k].name);
+        return taot::Status::error(TAOT_INVALID_ARGUMENT, std::string(table.library) + "::" + table.name +
+                                                              ": unknown config field '" + (name ? name : "(null)") +
+                                                              "'; the fields are: " + known);
+      }
+      fields[f] = taot::FieldRequest{true, config[c].integer, config[c].real};
+    }
+    return kernel.launch(stream, args, arg_count, taot::Selection::config(fields.data()));
+  });
+}
+
+taot_status taot_launch_variant(taot_kernel* handle, CUstream stream, const taot_arg* args, size_t arg_count,
+                                size_t variant_index) {
+  return guarded([&]() -> taot::Status {
+    if (handle == nullptr) return null_kernel();
+    return taot::Kernel::from_handle(handle)->launch(stream, args, arg_count, taot::Selection::variant(variant_index));
+  });
+}
+
+taot_status taot_kernel_preload(taot_kernel* handle) {
+  return guarded([&]() -> taot::Status {
+    return handle == nullptr ? null_kernel() : taot::Kernel::from_handle(handle)->preload();
+  });
+}
+
+taot_status taot_kernel_unload(taot_kernel* handle) {
+  return guarded([&]() -> taot::Status {
+    return handle == nullptr ? null_kernel() : taot::Kernel::from_handle(handle)->unload();
+  });
+}
+
+static const taot::table::KernelTable* table_of(const taot_kernel* handle) {
+  return handle == nullptr ? nullptr : &taot::Kernel::from_handle(const_cast<taot_kernel*>(handle))->table();
+}
+
+const char* taot_kernel_name(const taot_kernel* handle) {
+  const auto* table = table_of(handle);
+  return table ? table->name : "";
+}
+
+size_t taot_kernel_arg_count(const taot_kernel* handle) {
+  const auto* table = table_of(handle);
+  return table ? table->arg_count : 0;
+}
+
+const char* taot_kernel_arg_name(const taot_kernel* handle, size_t arg_index) {
+  const auto* table = table_of(handle);
+  return table && arg_index < table->arg_count ? table->args[arg_index].name : nullptr;
+}
+
+size_t taot_kernel_variant_count(const taot_kernel* handle) {
+  const auto* table = table_of(handle);
+  return table ? table->variant_count : 0;
+}
+
+const char* taot_kernel_variant_id(const taot_kernel* handle, size_t variant_index) {
+  const auto* table = table_of(handle);
+  return table && variant_index < table->variant_count ? table->variants[variant_index].id : nullptr;
+}
+
+}  // extern "C"

@@ -1,0 +1,341 @@
+// Variant selection by bitsets; see dispatch.h. Only the miss path builds strings.
+#include "dispatch.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace taot::detail {
+namespace {
+
+using table::ArgKind;
+
+// Facts an int argument can show: whether it fits in 32 bits, times its divisibility class.
+enum IntClass : int { kIntPlain = 0, kIntDiv16 = 1, kIntOne = 2 };
+constexpr int kIntClasses = 3;
+constexpr int kIntFacts = 2 * kIntClasses;
+
+int fact_count(const table::Arg& arg) {
+  switch (arg.kind) {
+    case ArgKind::pointer: return 2 * arg.type_count;
+    case ArgKind::int_scalar: return kIntFacts;
+    default: return 1;
+  }
+}
+
+bool accepts(const table::Arg& arg, const table::ArgSpecialization& spec, int fact) {
+  switch (arg.kind) {
+    case ArgKind::pointer: {
+      const bool aligned = (fact % 2) == 1;
+      return spec.type == arg.types[fact / 2] && (spec.hint == 0 || aligned);
+    }
+    case ArgKind::int_scalar: {
+      const bool wide = fact / kIntClasses == 1;
+      const int divisibility = fact % kIntClasses;
+      if (wide && spec.type != TAOT_DTYPE_I64) return false;
+      return spec.hint == 0 || (spec.hint == 16 && divisibility == kIntDiv16) ||
+             (spec.hint == 1 && divisibility == kIntOne);
+    }
+    default: return true;
+  }
+}
+
+// How specialized a variant is: each alignment or %16 assumption counts 1, ==1 counts 2 (it also
+// removes the argument), a 32-bit int type counts 1 (over 64-bit).
+int specialization_score(const table::KernelTable& table, const table::Variant& variant) {
+  int score = 0;
+  for (std::size_t a = 0; a < table.arg_count; ++a) {
+    const auto& spec = variant.specialization[a];
+    if (table.args[a].kind == ArgKind::pointer && spec.hint == 16) score += 1;
+    if (table.args[a].kind == ArgKind::int_scalar) {
+      score += spec.hint == 1 ? 2 : spec.hint == 16 ? 1 : 0;
+      if (spec.type == TAOT_DTYPE_I32 && table.args[a].type_count > 1) score += 1;
+    }
+  }
+  return score;
+}
+
+int default_matches(const table::KernelTable& table, const table::Variant& variant) {
+  int matches = 0;
+  for (std::size_t f = 0; f < table.field_count; ++f)
+    if (variant.config[f] == table.fields[f].default_index) ++matches;
+  return matches;
+}
+
+void set_bit(std::uint64_t* mask, std::size_t bit) { mask[bit / 64] |= std::uint64_t{1} << (bit % 64); }
+bool test_bit(const std::uint64_t* mask, std::size_t bit) { return (mask[bit / 64] >> (bit % 64)) & 1U; }
+
+bool any_bit(const std::vector<std::uint64_t>& mask) {
+  return std::any_of(mask.begin(), mask.end(), [](std::uint64_t word) { return word != 0; });
+}
+
+std::string field_value_text(const table::ConfigField& field, std::size_t index) {
+  switch (field.kind) {
+    case table::FieldKind::float_value: {
+      std::string text = std::to_string(field.float_values[index]);
+      text.erase(text.find_last_not_of('0') + 1);
+      if (!text.empty() && text.back() == '.') text.pop_back();
+      return text;
+    }
+    case table::FieldKind::bool_value: return field.int_values[index] ? "true" : "false";
+    case table::FieldKind::dtype_value: return dtype_name(static_cast<DType>(field.int_values[index]));
+    default: return std::to_string(field.int_values[index]);
+  }
+}
+
+std::string request_text(const table::ConfigField& field, const FieldRequest& request) {
+  switch (field.kind) {
+    case table::FieldKind::float_value: return std::to_string(request.real);
+    case table::FieldKind::bool_value: return request.integer ? "true" : "false";
+    case table::FieldKind::dtype_value: return dtype_name(static_cast<DType>(request.integer));
+    default: return std::to_string(request.integer);
+  }
+}
+
+std::string hex(std::uint64_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string text;
+  do {
+    text.insert(text.begin(), digits[value % 16]);
+    value /= 16;
+  } while (value != 0);
+  return "0x" + text;
+}
+
+}  // namespace
+
+DispatchIndex::DispatchIndex(const table::KernelTable& table)
+    : table_(&table),
+      qualified_name_(std::string(table.library) + "::" + table.name),
+      words_((table.variant_count + 63) / 64) {}
+
+Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
+  DispatchIndex index(table);
+  if (table.variant_count == 0)
+    return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": the kernel table has no variants");
+
+  index.order_.resize(table.variant_count);
+  std::iota(index.order_.begin(), index.order_.end(), 0U);
+  std::vector<int> defaults(table.variant_count), scores(table.variant_count);
+  for (std::uint32_t v = 0; v < table.variant_count; ++v) {
+    const auto& variant = table.variants[v];
+    for (std::size_t f = 0; f < table.field_count; ++f)
+      if (variant.config[f] >= table.fields[f].value_count)
+        return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": variant " + variant.id +
+                                                " has a config value out of range");
+    defaults[v] = default_matches(table, variant);
+    scores[v] = specialization_score(table, variant);
+  }
+  std::stable_sort(index.order_.begin(), index.order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (defaults[a] != defaults[b]) return defaults[a] > defaults[b];
+    return scores[a] > scores[b];
+  });
+  index.position_.resize(table.variant_count);
+  for (std::uint32_t bit = 0; bit < table.variant_count; ++bit) index.position_[index.order_[bit]] = bit;
+
+  std::size_t facts = 0;
+  for (std::size_t a = 0; a < table.arg_count; ++a) {
+    index.arg_fact_offset_.push_back(facts);
+    facts += static_cast<std::size_t>(fact_count(table.args[a]));
+  }
+  index.fact_masks_.assign(facts * index.words_, 0);
+  for (std::size_t a = 0; a < table.arg_count; ++a) {
+    for (int fact = 0; fact < fact_count(table.args[a]); ++fact) {
+      auto* mask = &index.fact_masks_[(index.arg_fact_offset_[a] + static_cast<std::size_t>(fact)) * index.words_];
+      for (std::uint32_t v = 0; v < table.variant_count; ++v)
+        if (accepts(table.args[a], table.variants[v].specialization[a], fact)) set_bit(mask, index.position_[v]);
+    }
+  }
+
+  std::size_t values = 0;
+  for (std::size_t f = 0; f < table.field_count; ++f) {
+    index.field_value_offset_.push_back(values);
+    values += table.fields[f].value_count;
+  }
+  index.value_masks_.assign(values * index.words_, 0);
+  for (std::uint32_t v = 0; v < table.variant_count; ++v)
+    for (std::size_t f = 0; f < table.field_count; ++f)
+      set_bit(&index.value_masks_[(index.field_value_offset_[f] + table.variants[v].config[f]) * index.words_],
+              index.position_[v]);
+  return index;
+}
+
+int DispatchIndex::fact_of(std::size_t arg_index, const taot_arg& value) const noexcept {
+  const table::Arg& arg = table_->args[arg_index];
+  switch (arg.kind) {
+    case ArgKind::pointer: {
+      for (std::uint16_t slot = 0; slot < arg.type_count; ++slot)
+        if (arg.types[slot] == value.dtype) return 2 * slot + ((value.address % 16) == 0 ? 1 : 0);
+      return -1;
+    }
+    case ArgKind::int_scalar: {
+      const std::int64_t integer = value.integer;
+      const bool wide = integer < std::numeric_limits<std::int32_t>::min() ||
+                        integer > std::numeric_limits<std::int32_t>::max();
+      const int divisibility = integer == 1 ? kIntOne : (integer % 16 == 0 ? kIntDiv16 : kIntPlain);
+      return (wide ? kIntClasses : 0) + divisibility;
+    }
+    default: return 0;
+  }
+}
+
+int DispatchIndex::value_index(std::size_t field_index, const FieldRequest& request) const noexcept {
+  const table::ConfigField& field = table_->fields[field_index];
+  for (std::uint16_t i = 0; i < field.value_count; ++i) {
+    const bool equal = field.kind == table::FieldKind::float_value ? field.float_values[i] == request.real
+                                                                   : field.int_values[i] == request.integer;
+    if (equal) return i;
+  }
+  return -1;
+}
+
+Status DispatchIndex::check_arity(std::size_t arg_count) const {
+  if (arg_count == table_->arg_count) return Status();
+  return Status::error(TAOT_INVALID_ARGUMENT, qualified_name_ + ": expected " + std::to_string(table_->arg_count) +
+                                                  " arguments, got " + std::to_string(arg_count));
+}
+
+Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t arg_count,
+                                            const Selection& selection) const {
+  if (arg_count != table_->arg_count) return check_arity(arg_count);
+  if (selection.is_variant()) {
+    const std::size_t variant = selection.variant_index();
+    if (variant >= table_->variant_count)
+      return Status::error(TAOT_INVALID_ARGUMENT, qualified_name_ + ": variant index " + std::to_string(variant) +
+                                                      " is out of range (the kernel has " +
+                                                      std::to_string(table_->variant_count) + " variants)");
+    const std::size_t bit = position_[variant];
+    for (std::size_t a = 0; a < table_->arg_count; ++a) {
+      const int fact = fact_of(a, args[a]);
+      if (fact < 0 || !test_bit(fact_mask(a, fact), bit)) return explain_variant_rejects(variant, args);
+    }
+    return variant;
+  }
+
+  constexpr std::size_t kInlineWords = 16;
+  std::uint64_t inline_mask[kInlineWords];
+  std::vector<std::uint64_t> heap_mask;
+  std::uint64_t* mask = inline_mask;
+  if (words_ > kInlineWords) {
+    heap_mask.resize(words_);
+    mask = heap_mask.data();
+  }
+  std::fill(mask, mask + words_, ~std::uint64_t{0});
+
+  for (std::size_t a = 0; a < table_->arg_count; ++a) {
+    const int fact = fact_of(a, args[a]);
+    if (fact < 0) return explain_miss(args, selection);
+    const std::uint64_t* accepted = fact_mask(a, fact);
+    for (std::size_t w = 0; w < words_; ++w) mask[w] &= accepted[w];
+  }
+  if (const FieldRequest* fields = selection.fields()) {
+    for (std::size_t f = 0; f < table_->field_count; ++f) {
+      if (!fields[f].set) continue;
+      const int value = value_index(f, fields[f]);
+      if (value < 0) return explain_miss(args, selection);
+      const std::uint64_t* with_value = value_mask(f, static_cast<std::size_t>(value));
+      for (std::size_t w = 0; w < words_; ++w) mask[w] &= with_value[w];
+    }
+  }
+  for (std::size_t w = 0; w < words_; ++w) {
+    if (mask[w] != 0) {
+      const std::size_t bit = w * 64 + static_cast<std::size_t>(__builtin_ctzll(mask[w]));
+      return static_cast<std::size_t>(order_[bit]);
+    }
+  }
+  return explain_miss(args, selection);
+}
+
+std::string DispatchIndex::describe_value(std::size_t arg_index, const taot_arg& value) const {
+  const table::Arg& arg = table_->args[arg_index];
+  switch (arg.kind) {
+    case ArgKind::pointer:
+      return std::string(arg.name) + " = " + dtype_name(static_cast<DType>(value.dtype)) + " pointer " +
+             hex(value.address) + ((value.address % 16) == 0 ? " (16-byte aligned)" : " (not 16-byte aligned)");
+    case ArgKind::int_scalar: return std::string(arg.name) + " = " + std::to_string(value.integer);
+    default: return arg.name;
+  }
+}
+
+// What the variants in `among` were compiled to take for one argument, e.g.
+// "fp32 align 16, fp32 any alignment".
+std::string DispatchIndex::compiled_choices(std::size_t arg_index, const std::vector<std::uint64_t>& among) const {
+  const table::Arg& arg = table_->args[arg_index];
+  std::vector<std::string> choices;
+  for (std::uint32_t v = 0; v < table_->variant_count; ++v) {
+    if (!test_bit(among.data(), position_[v])) continue;
+    const auto& spec = table_->variants[v].specialization[arg_index];
+    std::string choice = dtype_name(static_cast<DType>(spec.type));
+    if (arg.kind == ArgKind::pointer) choice += spec.hint == 16 ? " align 16" : " any alignment";
+    if (arg.kind == ArgKind::int_scalar) choice += spec.hint == 1 ? " ==1" : spec.hint == 16 ? " %16==0" : " any value";
+    if (std::find(choices.begin(), choices.end(), choice) == choices.end()) choices.push_back(choice);
+  }
+  std::string text;
+  for (const auto& choice : choices) text += (text.empty() ? "" : ", ") + choice;
+  return text;
+}
+
+Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& selection) const {
+  std::vector<std::uint64_t> mask(words_, 0);
+  for (std::uint32_t v = 0; v < table_->variant_count; ++v) set_bit(mask.data(), v);
+  if (const FieldRequest* fields = selection.fields()) {
+    for (std::size_t f = 0; f < table_->field_count; ++f) {
+      if (!fields[f].set) continue;
+      const table::ConfigField& field = table_->fields[f];
+      const int value = value_index(f, fields[f]);
+      if (value < 0) {
+        std::string compiled;
+        for (std::uint16_t i = 0; i < field.value_count; ++i)
+          compiled += (i ? ", " : "") + field_value_text(field, i);
+        return Status::error(TAOT_NO_MATCHING_VARIANT, qualified_name_ + ": config " + field.name + "=" +
+                                                           request_text(field, fields[f]) +
+                                                           " was not compiled; compiled values: " + compiled);
+      }
+      const std::uint64_t* with_value = value_mask(f, static_cast<std::size_t>(value));
+      std::vector<std::uint64_t> next(words_);
+      for (std::size_t w = 0; w < words_; ++w) next[w] = mask[w] & with_value[w];
+      if (!any_bit(next))
+        return Status::error(TAOT_NO_MATCHING_VARIANT, qualified_name_ + ": no variant has config " + field.name +
+                                                           "=" + request_text(field, fields[f]) +
+                                                           " together with the other requested config values");
+      mask = std::move(next);
+    }
+  }
+  for (std::size_t a = 0; a < table_->arg_count; ++a) {
+    const table::Arg& arg = table_->args[a];
+    const int fact = fact_of(a, args[a]);
+    std::vector<std::uint64_t> next(words_, 0);
+    if (fact >= 0) {
+      const std::uint64_t* accepted = fact_mask(a, fact);
+      for (std::size_t w = 0; w < words_; ++w) next[w] = mask[w] & accepted[w];
+    }
+    if (!any_bit(next)) {
+      const bool requested = selection.fields() != nullptr;
+      return Status::error(TAOT_NO_MATCHING_VARIANT,
+                           qualified_name_ + ": no compiled variant accepts " + describe_value(a, args[a]) + "; " +
+                               (a > 0 || requested ? "given the arguments before it" : "") +
+                               (requested ? (a > 0 ? " and the requested config" : "given the requested config") : "") +
+                               (a > 0 || requested ? ", " : "") + "the variants take " + arg.name + " as: " +
+                               compiled_choices(a, mask));
+    }
+    mask = std::move(next);
+  }
+  return Status::error(TAOT_INTERNAL, qualified_name_ + ": selection failed without a failing argument");
+}
+
+Status DispatchIndex::explain_variant_rejects(std::size_t variant, const taot_arg* args) const {
+  const std::size_t bit = position_[variant];
+  for (std::size_t a = 0; a < table_->arg_count; ++a) {
+    const int fact = fact_of(a, args[a]);
+    if (fact >= 0 && test_bit(fact_mask(a, fact), bit)) continue;
+    std::vector<std::uint64_t> only(words_, 0);
+    set_bit(only.data(), bit);
+    return Status::error(TAOT_NO_MATCHING_VARIANT, qualified_name_ + ": variant " + table_->variants[variant].id +
+                                                       " does not accept " + describe_value(a, args[a]) +
+                                                       "; it takes " + table_->args[a].name + " as: " +
+                                                       compiled_choices(a, only));
+  }
+  return Status::error(TAOT_INTERNAL, qualified_name_ + ": variant check failed without a failing argument");
+}
+
+}  // namespace taot::detail

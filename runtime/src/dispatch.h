@@ -1,0 +1,62 @@
+// Variant selection: a kernel's variants as bitsets per (argument, observed fact) and per
+// (config field, value), so that a call is a few ANDs and a find-first-set.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "taot/runtime.h"
+
+namespace taot::detail {
+
+// Built once per kernel from its table; immutable afterwards, so any thread may read it.
+// Bits are in preference order: bit 0 is the variant preferred over all others (most config
+// fields equal to the default, then most specialized, then manifest order), so the first set
+// bit of a candidate set is the one to launch.
+class DispatchIndex {
+ public:
+  // Fails with TAOT_INTERNAL when the table is malformed (a bug in the generator).
+  static Expected<DispatchIndex> build(const table::KernelTable& table);
+
+  // The variant to launch for `args` under `selection`, or an error that names the argument, the
+  // predicate it failed and what was compiled.
+  Expected<std::size_t> select(const taot_arg* args, std::size_t arg_count, const Selection& selection) const;
+
+  // The library-qualified kernel name used in messages, "vector_add::add_kernel".
+  const std::string& qualified_name() const noexcept { return qualified_name_; }
+
+ private:
+  explicit DispatchIndex(const table::KernelTable& table);
+
+  // The fact an argument value shows, an index into that argument's masks; -1 for a pointer whose
+  // dtype no variant takes.
+  int fact_of(std::size_t arg_index, const taot_arg& value) const noexcept;
+  const std::uint64_t* fact_mask(std::size_t arg_index, int fact) const noexcept {
+    return &fact_masks_[(arg_fact_offset_[arg_index] + static_cast<std::size_t>(fact)) * words_];
+  }
+  const std::uint64_t* value_mask(std::size_t field_index, std::size_t value_index) const noexcept {
+    return &value_masks_[(field_value_offset_[field_index] + value_index) * words_];
+  }
+  // The index of the requested value in the field's value list, or -1.
+  int value_index(std::size_t field_index, const FieldRequest& request) const noexcept;
+
+  Status check_arity(std::size_t arg_count) const;
+  Status explain_miss(const taot_arg* args, const Selection& selection) const;
+  Status explain_variant_rejects(std::size_t variant, const taot_arg* args) const;
+  std::string describe_value(std::size_t arg_index, const taot_arg& value) const;
+  std::string compiled_choices(std::size_t arg_index, const std::vector<std::uint64_t>& among) const;
+
+  const table::KernelTable* table_;
+  std::string qualified_name_;
+  std::size_t words_;
+  std::vector<std::uint32_t> order_;     // bit -> variant index
+  std::vector<std::uint32_t> position_;  // variant index -> bit
+  std::vector<std::size_t> arg_fact_offset_;
+  std::vector<std::uint64_t> fact_masks_;
+  std::vector<std::size_t> field_value_offset_;
+  std::vector<std::uint64_t> value_masks_;
+};
+
+}  // namespace taot::detail

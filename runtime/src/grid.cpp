@@ -1,0 +1,70 @@
+// A small stack machine over int64 for grid programs; Python's floor semantics for div and mod.
+#include "grid.h"
+
+#include <string>
+
+namespace taot::detail {
+namespace {
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  std::int64_t quotient = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --quotient;
+  return quotient;
+}
+
+std::int64_t floor_mod(std::int64_t a, std::int64_t b) { return a - floor_div(a, b) * b; }
+
+Status grid_error(const table::KernelTable& table, int dimension, const std::string& problem) {
+  return Status::error(TAOT_INVALID_ARGUMENT, std::string(table.library) + "::" + table.name + ": grid[" +
+                                                  std::to_string(dimension) + "] = " + table.grid_text[dimension] +
+                                                  " " + problem);
+}
+
+}  // namespace
+
+Expected<std::array<std::int64_t, 3>> evaluate_grid(const table::KernelTable& table, const table::Variant& variant,
+                                                   const taot_arg* args) {
+  std::array<std::int64_t, 3> grid{};
+  constexpr int kStackDepth = 32;
+  for (int d = 0; d < 3; ++d) {
+    const table::GridProgram& program = variant.grid[d];
+    std::int64_t stack[kStackDepth];
+    int depth = 0;
+    for (std::uint16_t i = 0; i < program.length; ++i) {
+      const table::GridInstr& instr = program.code[i];
+      if (instr.op == table::GridOp::literal || instr.op == table::GridOp::arg) {
+        if (depth == kStackDepth) return grid_error(table, d, "is too deep to evaluate");
+        stack[depth++] = instr.op == table::GridOp::literal ? instr.value : args[instr.arg].integer;
+        continue;
+      }
+      if (instr.op == table::GridOp::neg) {
+        if (depth < 1) return grid_error(table, d, "is malformed");
+        stack[depth - 1] = -stack[depth - 1];
+        continue;
+      }
+      if (depth < 2) return grid_error(table, d, "is malformed");
+      const std::int64_t right = stack[--depth];
+      std::int64_t& left = stack[depth - 1];
+      const bool divides = instr.op == table::GridOp::div || instr.op == table::GridOp::mod ||
+                           instr.op == table::GridOp::cdiv;
+      if (divides && right == 0) return grid_error(table, d, "divides by zero for these arguments");
+      switch (instr.op) {
+        case table::GridOp::add: left += right; break;
+        case table::GridOp::sub: left -= right; break;
+        case table::GridOp::mul: left *= right; break;
+        case table::GridOp::div: left = floor_div(left, right); break;
+        case table::GridOp::mod: left = floor_mod(left, right); break;
+        case table::GridOp::cdiv: left = floor_div(left + right - 1, right); break;
+        case table::GridOp::min: left = left < right ? left : right; break;
+        case table::GridOp::max: left = left > right ? left : right; break;
+        default: return grid_error(table, d, "has an unknown operation");
+      }
+    }
+    if (depth != 1) return grid_error(table, d, "is malformed");
+    if (stack[0] < 0) return grid_error(table, d, "is negative (" + std::to_string(stack[0]) + ") for these arguments");
+    grid[static_cast<std::size_t>(d)] = stack[0];
+  }
+  return grid;
+}
+
+}  // namespace taot::detail

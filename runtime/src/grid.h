@@ -1,0 +1,16 @@
+// Evaluation of a variant's grid programs (postfix, constexprs folded in by taot compile).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "taot/runtime.h"
+
+namespace taot::detail {
+
+// The three grid dimensions of `variant` for `args`. Fails with TAOT_INVALID_ARGUMENT on a
+// negative dimension or a division by zero, naming the kernel and the grid expression.
+Expected<std::array<std::int64_t, 3>> evaluate_grid(const table::KernelTable& table, const table::Variant& variant,
+                                                   const taot_arg* args);
+
+}  // namespace taot::detail

@@ -1,0 +1,46 @@
+// The process-wide cache of loaded modules, one per (CUDA context, cubin), reference-counted.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "taot/driver_api.h"
+
+namespace taot::detail {
+
+// A context as the cache knows it: the handle, and an id that tells a new context from a destroyed
+// one at the same address (cuCtxGetId where the driver has it, else the address).
+struct ContextRef {
+  CUcontext handle;
+  std::uint64_t id;
+};
+
+// The current context of the calling thread; TAOT_NO_CONTEXT when there is none.
+Expected<ContextRef> current_context(const driver::Api& api);
+
+// Thread-safe. All loading in the process happens under its one lock, so a (context, cubin) is
+// loaded exactly once however many threads ask at the same time.
+class ModuleCache {
+ public:
+  static ModuleCache& instance();
+
+  std::mutex& mutex() { return mutex_; }
+
+  // With mutex() held: the module of `cubin` in the current context `context`, loading it on
+  // first use; each call adds a reference.
+  Expected<CUmodule> acquire(const driver::Api& api, const ContextRef& context, const void* cubin);
+  // With mutex() held: drops a reference; the last one unloads the module (context must be current).
+  Status release(const driver::Api& api, const ContextRef& context, const void* cubin);
+
+ private:
+  struct Entry {
+    CUmodule module;
+    int references;
+  };
+  std::mutex mutex_;
+  std::map<std::pair<std::uint64_t, const void*>, Entry> modules_;
+};
+
+}  // namespace taot::detail

@@ -1,0 +1,63 @@
+// VariantInfo: read-only descriptions of compiled variants, for enumeration and messages.
+#include <string>
+
+#include "taot/runtime.h"
+
+namespace taot {
+namespace {
+
+const table::ConfigField* find_field(const table::KernelTable& table, std::string_view name, std::size_t* index) {
+  for (std::size_t f = 0; f < table.field_count; ++f) {
+    if (name == table.fields[f].name) {
+      *index = f;
+      return &table.fields[f];
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> VariantInfo::config_integer(std::string_view name) const noexcept {
+  std::size_t f = 0;
+  const table::ConfigField* field = find_field(*table_, name, &f);
+  if (field == nullptr || field->kind == table::FieldKind::float_value) return std::nullopt;
+  return field->int_values[data().config[f]];
+}
+
+std::optional<double> VariantInfo::config_real(std::string_view name) const noexcept {
+  std::size_t f = 0;
+  const table::ConfigField* field = find_field(*table_, name, &f);
+  if (field == nullptr || field->kind != table::FieldKind::float_value) return std::nullopt;
+  return field->float_values[data().config[f]];
+}
+
+std::string VariantInfo::describe() const {
+  const table::Variant& variant = data();
+  std::string text;
+  for (std::size_t a = 0; a < table_->arg_count; ++a) {
+    const table::Arg& arg = table_->args[a];
+    const table::ArgSpecialization& spec = variant.specialization[a];
+    text += (a ? ", " : "") + std::string(arg.name) + ": " + dtype_name(static_cast<DType>(spec.type));
+    if (arg.kind == table::ArgKind::pointer && spec.hint == 16) text += " align 16";
+    if (arg.kind == table::ArgKind::int_scalar && spec.hint == 16) text += " %16";
+    if (arg.kind == table::ArgKind::int_scalar && spec.hint == 1) text += " ==1";
+  }
+  text += ";";
+  for (std::size_t f = 0; f < table_->field_count; ++f) {
+    const table::ConfigField& field = table_->fields[f];
+    const std::uint16_t value = variant.config[f];
+    text += std::string(" ") + field.name + "=";
+    switch (field.kind) {
+      case table::FieldKind::float_value: text += std::to_string(field.float_values[value]); break;
+      case table::FieldKind::bool_value: text += field.int_values[value] ? "true" : "false"; break;
+      case table::FieldKind::dtype_value: text += dtype_name(static_cast<DType>(field.int_values[value])); break;
+      default: text += std::to_string(field.int_values[value]);
+    }
+  }
+  text += ";";
+  for (std::uint16_t i = 0; i < variant.image_count; ++i) text += std::string(" ") + variant.images[i].target;
+  return text;
+}
+
+}  // namespace taot

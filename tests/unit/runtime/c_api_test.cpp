@@ -1,0 +1,66 @@
+// The C ABI: status codes, thread-local last error, exact configs by name, introspection.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "fake_driver.h"
+#include "taot/c_api.h"
+#include "taot/runtime.h"
+#include "test_table.h"
+
+namespace taot::testing {
+namespace {
+
+TEST(CApi, LaunchByConfigNameAndReportErrors) {
+  FakeDriver fake;
+  AddKernelTable table;
+  Kernel kernel(table.kernel);
+  fake.make_current(fake.add_context(90));
+  taot_arg args[4] = {};
+  for (int p = 0; p < 3; ++p) {
+    args[p].address = 0x7f0000001000;
+    args[p].dtype = TAOT_DTYPE_FP16;
+  }
+  args[3].integer = 1000;
+  taot_config_value config[] = {{"BLOCK_SIZE", 256, 0.0}, {"num_warps", 8, 0.0}};
+  ASSERT_EQ(taot_launch(kernel.handle(), nullptr, args, 4, config, 2), TAOT_OK) << taot_last_error();
+  EXPECT_EQ(fake.launches().at(0).grid[0], 4u);  // cdiv(1000, 256)
+  EXPECT_EQ(fake.launches().at(0).block[0], 256u);
+
+  taot_config_value unknown[] = {{"BLOCK", 256, 0.0}};
+  EXPECT_EQ(taot_launch(kernel.handle(), nullptr, args, 4, unknown, 1), TAOT_INVALID_ARGUMENT);
+  EXPECT_STREQ(taot_last_error(), "testlib::add_kernel: unknown config field 'BLOCK'; the fields are: BLOCK_SIZE, num_warps");
+
+  args[0].dtype = TAOT_DTYPE_FP64;
+  EXPECT_EQ(taot_launch(kernel.handle(), nullptr, args, 4, nullptr, 0), TAOT_NO_MATCHING_VARIANT);
+  EXPECT_NE(std::strstr(taot_last_error(), "x_ptr = fp64 pointer"), nullptr) << taot_last_error();
+  EXPECT_STREQ(taot_status_name(TAOT_NO_MATCHING_VARIANT), "TAOT_NO_MATCHING_VARIANT");
+  EXPECT_EQ(taot_launch(nullptr, nullptr, args, 4, nullptr, 0), TAOT_INVALID_ARGUMENT);
+}
+
+TEST(CApi, Introspection) {
+  AddKernelTable table;
+  Kernel kernel(table.kernel);
+  EXPECT_STREQ(taot_kernel_name(kernel.handle()), "add_kernel");
+  EXPECT_EQ(taot_kernel_arg_count(kernel.handle()), 4u);
+  EXPECT_STREQ(taot_kernel_arg_name(kernel.handle(), 3), "n_elements");
+  EXPECT_EQ(taot_kernel_arg_name(kernel.handle(), 4), nullptr);
+  EXPECT_EQ(taot_kernel_variant_count(kernel.handle()), table.kernel.variant_count);
+  EXPECT_STREQ(taot_kernel_variant_id(kernel.handle(), 0), table.kernel.variants[0].id);
+}
+
+TEST(Driver, RealDriverLoadsOrSaysWhyNot) {
+  // With no fake installed the runtime dlopens libcuda.so.1: on a machine without the NVIDIA
+  // driver (CI) that must fail with a message naming the library; with it, it must succeed.
+  driver::install_for_testing(nullptr);
+  Expected<const driver::Api*> api = driver::get();
+  if (!api.ok()) {
+    EXPECT_EQ(api.status().code(), TAOT_NO_DRIVER) << api.status().message();
+    EXPECT_NE(api.status().message().find("libcuda.so.1"), std::string::npos) << api.status().message();
+  } else {
+    EXPECT_NE((*api)->cuLaunchKernel, nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace taot::testing

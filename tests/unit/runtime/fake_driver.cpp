@@ -1,0 +1,155 @@
+// The recording fake driver; see fake_driver.h. Handles are small integers cast to pointers:
+// context N is (CUcontext)N, a module is its index + 1, a function is (module << 8) | 1.
+#include "fake_driver.h"
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace taot::testing {
+namespace {
+
+FakeDriver* active_driver = nullptr;
+unsigned long long generation = 0;  // makes context ids unique across FakeDriver instances
+thread_local CUcontext current = nullptr;
+std::vector<const void*> module_images;  // guarded by the driver's mutex
+
+}  // namespace
+
+struct FakeEntryPoints {
+  static FakeDriver& driver() { return *active_driver; }
+  static std::size_t context_index(CUcontext context) { return reinterpret_cast<std::uintptr_t>(context) - 1; }
+
+  static CUresult init(unsigned) { return CUDA_SUCCESS; }
+  static CUresult error_name(CUresult result, const char** name) {
+    *name = result == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE"
+            : result == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
+            : result == CUDA_ERROR_INVALID_IMAGE ? "CUDA_ERROR_INVALID_IMAGE"
+                                                 : "CUDA_ERROR_UNKNOWN";
+    return CUDA_SUCCESS;
+  }
+  static CUresult error_string(CUresult, const char** text) {
+    *text = "fake driver error";
+    return CUDA_SUCCESS;
+  }
+  static CUresult ctx_get_current(CUcontext* context) {
+    *context = current;
+    return CUDA_SUCCESS;
+  }
+  static CUresult ctx_get_device(CUdevice* device) {
+    std::lock_guard<std::mutex> lock(driver().mutex_);
+    *device = driver().contexts_.at(context_index(current)).device;
+    return CUDA_SUCCESS;
+  }
+  static CUresult ctx_get_id(CUcontext context, unsigned long long* id) {
+    *id = generation * 1000 + reinterpret_cast<std::uintptr_t>(context);
+    return CUDA_SUCCESS;
+  }
+  static CUresult device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice device) {
+    std::lock_guard<std::mutex> lock(driver().mutex_);
+    const auto& context = driver().contexts_.at(static_cast<std::size_t>(device));
+    switch (attribute) {
+      case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = context.arch / 10; return CUDA_SUCCESS;
+      case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = context.arch % 10; return CUDA_SUCCESS;
+      case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = context.shared_optin_limit; return CUDA_SUCCESS;
+      default: return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  static CUresult device_get_name(char* name, int length, CUdevice device) {
+    std::snprintf(name, static_cast<std::size_t>(length), "Fake GPU %d", device);
+    return CUDA_SUCCESS;
+  }
+  static CUresult module_load_data(CUmodule* module, const void* image) {
+    FakeDriver& fake = driver();
+    if (fake.load_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(fake.load_delay_us));
+    if (fake.load_result != CUDA_SUCCESS) return fake.load_result;
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    ++fake.loads_[image];
+    ++fake.total_loads_;
+    module_images.push_back(image);
+    *module = reinterpret_cast<CUmodule>(module_images.size());
+    return CUDA_SUCCESS;
+  }
+  static CUresult module_unload(CUmodule) {
+    ++driver().unloads_;
+    return CUDA_SUCCESS;
+  }
+  static CUresult module_get_function(CUfunction* function, CUmodule module, const char*) {
+    *function = reinterpret_cast<CUfunction>((reinterpret_cast<std::uintptr_t>(module) << 8) | 1);
+    return CUDA_SUCCESS;
+  }
+  static CUresult func_set_attribute(CUfunction function, CUfunction_attribute attribute, int value) {
+    if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(driver().mutex_);
+    driver().shared_attributes_.emplace_back(reinterpret_cast<std::uintptr_t>(function), value);
+    return CUDA_SUCCESS;
+  }
+  static CUresult launch_kernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+    FakeDriver& fake = driver();
+    if (extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+    RecordedLaunch launch{reinterpret_cast<std::uintptr_t>(function), {gx, gy, gz}, {bx, by, bz}, shared, stream, {}};
+    for (std::size_t p = 0; p < fake.params_per_launch; ++p) {
+      std::uint64_t bytes = 0;
+      std::memcpy(&bytes, params[p], sizeof(bytes));
+      launch.params.push_back(bytes);
+    }
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    fake.launches_.push_back(std::move(launch));
+    return fake.launch_result;
+  }
+};
+
+FakeDriver::FakeDriver(std::size_t param_count_hint) : params_per_launch(param_count_hint) {
+  api_.cuInit = &FakeEntryPoints::init;
+  api_.cuGetErrorName = &FakeEntryPoints::error_name;
+  api_.cuGetErrorString = &FakeEntryPoints::error_string;
+  api_.cuCtxGetCurrent = &FakeEntryPoints::ctx_get_current;
+  api_.cuCtxGetDevice = &FakeEntryPoints::ctx_get_device;
+  api_.cuCtxGetId = &FakeEntryPoints::ctx_get_id;
+  api_.cuDeviceGetAttribute = &FakeEntryPoints::device_get_attribute;
+  api_.cuDeviceGetName = &FakeEntryPoints::device_get_name;
+  api_.cuModuleLoadData = &FakeEntryPoints::module_load_data;
+  api_.cuModuleUnload = &FakeEntryPoints::module_unload;
+  api_.cuModuleGetFunction = &FakeEntryPoints::module_get_function;
+  api_.cuFuncSetAttribute = &FakeEntryPoints::func_set_attribute;
+  api_.cuLaunchKernel = &FakeEntryPoints::launch_kernel;
+  active_driver = this;
+  ++generation;
+  current = nullptr;
+  driver::install_for_testing(&api_);
+}
+
+FakeDriver::~FakeDriver() {
+  driver::install_for_testing(nullptr);
+  active_driver = nullptr;
+  current = nullptr;
+}
+
+FakeDriver* FakeDriver::active() { return active_driver; }
+
+CUcontext FakeDriver::add_context(int arch, int shared_optin_limit) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  contexts_.push_back(Context{static_cast<int>(contexts_.size()), arch, shared_optin_limit});
+  return reinterpret_cast<CUcontext>(contexts_.size());
+}
+
+void FakeDriver::make_current(CUcontext context) { current = context; }
+
+int FakeDriver::loads_of(const void* image) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = loads_.find(image);
+  return found == loads_.end() ? 0 : found->second;
+}
+
+std::vector<RecordedLaunch> FakeDriver::launches() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return launches_;
+}
+
+std::vector<std::pair<std::uintptr_t, int>> FakeDriver::shared_attributes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shared_attributes_;
+}
+
+}  // namespace taot::testing

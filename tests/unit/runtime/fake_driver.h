@@ -1,0 +1,67 @@
+// A recording fake of the CUDA driver table: contexts on fake devices, module loads counted per
+// (context, image), launches recorded with their parameter bytes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "taot/driver_api.h"
+
+namespace taot::testing {
+
+struct RecordedLaunch {
+  std::uintptr_t function;
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_bytes;
+  CUstream stream;
+  std::vector<std::uint64_t> params;  // the first 8 bytes behind each parameter pointer
+};
+
+// Installs itself as the driver on construction and restores the real one on destruction.
+// One at a time. Contexts are numbered from 1; context N lives on device N-1.
+class FakeDriver {
+ public:
+  explicit FakeDriver(std::size_t param_count_hint = 6);
+  ~FakeDriver();
+
+  // Makes a new context on a device of compute capability `arch` (e.g. 90); returns its handle.
+  CUcontext add_context(int arch, int shared_optin_limit = 232448);
+  void make_current(CUcontext context);  // for the calling thread; nullptr for none
+
+  int loads_of(const void* image) const;      // cuModuleLoadData calls with this image, all contexts
+  int total_loads() const { return total_loads_.load(); }
+  int unloads() const { return unloads_.load(); }
+  std::vector<RecordedLaunch> launches() const;
+  std::vector<std::pair<std::uintptr_t, int>> shared_attributes() const;  // (function, bytes) set
+
+  CUresult launch_result = CUDA_SUCCESS;       // what cuLaunchKernel returns
+  CUresult load_result = CUDA_SUCCESS;         // what cuModuleLoadData returns
+  int load_delay_us = 0;                       // widens race windows in concurrency tests
+  std::size_t params_per_launch;               // how many parameters to record
+
+  static FakeDriver* active();
+  const driver::Api& api() const { return api_; }
+
+ private:
+  friend struct FakeEntryPoints;
+  struct Context {
+    int device;
+    int arch;
+    int shared_optin_limit;
+  };
+  driver::Api api_;
+  mutable std::mutex mutex_;
+  std::vector<Context> contexts_;
+  std::map<const void*, int> loads_;
+  std::vector<RecordedLaunch> launches_;
+  std::vector<std::pair<std::uintptr_t, int>> shared_attributes_;
+  std::atomic<int> total_loads_{0};
+  std::atomic<int> unloads_{0};
+};
+
+}  // namespace taot::testing

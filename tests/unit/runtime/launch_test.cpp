@@ -1,0 +1,216 @@
+// Launch through a recording fake driver: parameter packing with the scratch pointers, grid and
+// block, once-only module loads under contention and across contexts, and errors that name things.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <thread>
+
+#include "fake_driver.h"
+#include "taot/runtime.h"
+#include "test_table.h"
+
+namespace taot::testing {
+namespace {
+
+constexpr std::uint64_t kX = 0x7f0000001000, kY = 0x7f0000002000, kOut = 0x7f0000003000;
+
+std::vector<taot_arg> add_args(std::int64_t n, DType dtype = DType::fp32) {
+  return {arg(Ptr(CUdeviceptr{kX}, dtype)), arg(Ptr(CUdeviceptr{kY}, dtype)), arg(Ptr(CUdeviceptr{kOut}, dtype)),
+          arg(n)};
+}
+
+class LaunchTest : public ::testing::Test {
+ protected:
+  FakeDriver fake;
+  AddKernelTable table;
+  Kernel kernel{table.kernel};
+};
+
+TEST_F(LaunchTest, PacksArgumentsInOrderThenTwoNullScratchPointers) {
+  fake.make_current(fake.add_context(90));
+  auto args = add_args(5000);
+  Status status = kernel.launch(reinterpret_cast<CUstream>(0x55), args.data(), args.size());
+  ASSERT_TRUE(status.ok()) << status.message();
+  auto launches = fake.launches();
+  ASSERT_EQ(launches.size(), 1u);
+  const RecordedLaunch& launch = launches[0];
+  EXPECT_EQ(launch.params[0], kX);
+  EXPECT_EQ(launch.params[1], kY);
+  EXPECT_EQ(launch.params[2], kOut);
+  EXPECT_EQ(launch.params[3] & 0xffffffffu, 5000u);  // i32: the low 4 bytes
+  EXPECT_EQ(launch.params[4], 0u);                   // global scratch
+  EXPECT_EQ(launch.params[5], 0u);                   // profile scratch
+  EXPECT_EQ(launch.grid[0], 5u);                     // cdiv(5000, 1024)
+  EXPECT_EQ(launch.grid[1], 1u);
+  EXPECT_EQ(launch.block[0], 128u);                  // num_warps 4
+  EXPECT_EQ(launch.shared_bytes, 1024u);
+  EXPECT_EQ(launch.stream, reinterpret_cast<CUstream>(0x55));
+}
+
+TEST_F(LaunchTest, EqualsOneSpecializationDropsTheArgument) {
+  fake.make_current(fake.add_context(90));
+  fake.params_per_launch = 5;  // x, y, out and the two scratch pointers
+  auto args = add_args(1);
+  FieldRequest fields[2] = {request(std::optional<std::int64_t>(256)), request(std::optional<std::int64_t>(8))};
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size(), Selection::config(fields)).ok());
+  const RecordedLaunch launch = fake.launches().at(0);
+  EXPECT_EQ(launch.params[2], kOut);
+  EXPECT_EQ(launch.params[3], 0u);  // straight to the scratch pointers
+  EXPECT_EQ(launch.params[4], 0u);
+  EXPECT_EQ(launch.params.size(), 5u);
+  EXPECT_EQ(launch.grid[0], 1u);
+  EXPECT_EQ(launch.block[0], 256u);  // num_warps 8
+}
+
+TEST_F(LaunchTest, EmptyGridLaunchesNothingAndSucceeds) {
+  // No context is current: an empty grid must not even need one.
+  auto args = add_args(0);
+  Status status = kernel.launch(nullptr, args.data(), args.size());
+  EXPECT_TRUE(status.ok()) << status.message();
+  EXPECT_TRUE(fake.launches().empty());
+  EXPECT_EQ(fake.total_loads(), 0);
+}
+
+TEST_F(LaunchTest, PicksCubinByComputeCapability) {
+  CUcontext ampere = fake.add_context(86);  // runs the portable sm_80 cubin
+  CUcontext hopper = fake.add_context(90);
+  auto args = add_args(64);
+  fake.make_current(ampere);
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size()).ok());
+  fake.make_current(hopper);
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size()).ok());
+  const std::size_t variant = *kernel.select(args.data(), args.size());
+  EXPECT_EQ(fake.loads_of(table.kernel.variants[variant].images[0].cubin), 1);
+  EXPECT_EQ(fake.loads_of(table.kernel.variants[variant].images[1].cubin), 1);
+}
+
+TEST_F(LaunchTest, UnsupportedArchitectureListsCompiledTargets) {
+  fake.make_current(fake.add_context(75));
+  auto args = add_args(64);
+  Status status = kernel.launch(nullptr, args.data(), args.size());
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), TAOT_UNSUPPORTED_DEVICE);
+  EXPECT_NE(status.message().find("no cubin for this GPU (Fake GPU 0, sm_75); the library was compiled for sm_80, sm_90"),
+            std::string::npos)
+      << status.message();
+  // An sm_90a cubin must not run on a 9.x device that is not 9.0 (arch-specific), nor sm_80 on 10.0.
+  fake.make_current(fake.add_context(100));
+  Status blackwell = kernel.launch(nullptr, args.data(), args.size());
+  EXPECT_EQ(blackwell.code(), TAOT_UNSUPPORTED_DEVICE) << blackwell.message();
+}
+
+TEST_F(LaunchTest, NoCurrentContextIsNamed) {
+  auto args = add_args(64);
+  Status status = kernel.launch(nullptr, args.data(), args.size());
+  EXPECT_EQ(status.code(), TAOT_NO_CONTEXT);
+  EXPECT_NE(status.message().find("testlib::add_kernel: no CUDA context is current"), std::string::npos)
+      << status.message();
+}
+
+TEST_F(LaunchTest, DriverFailureNamesKernelVariantAndCudaError) {
+  fake.make_current(fake.add_context(90));
+  fake.launch_result = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  auto args = add_args(64);
+  Status status = kernel.launch(nullptr, args.data(), args.size());
+  ASSERT_EQ(status.code(), TAOT_CUDA_ERROR);
+  EXPECT_EQ(status.cuda_result(), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  EXPECT_NE(status.message().find("testlib::add_kernel variant fp32_a7_i32h16_B1024_w4: cuLaunchKernel failed: "
+                                  "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST_F(LaunchTest, BadCubinNamesVariant) {
+  fake.make_current(fake.add_context(90));
+  fake.load_result = CUDA_ERROR_INVALID_IMAGE;
+  auto args = add_args(64);
+  Status status = kernel.launch(nullptr, args.data(), args.size());
+  ASSERT_EQ(status.code(), TAOT_CUDA_ERROR);
+  EXPECT_NE(status.message().find("variant fp32_a7_i32h16_B1024_w4: cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST_F(LaunchTest, ThirtyTwoThreadsLaunchingFirstLoadEachModuleOnce) {
+  constexpr int kThreads = 32;
+  fake.load_delay_us = 2000;
+  CUcontext contexts[2] = {fake.add_context(90), fake.add_context(90)};
+  std::barrier start(kThreads);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      fake.make_current(contexts[t % 2]);
+      auto args = add_args(4096 + 16 * (t % 3));
+      start.arrive_and_wait();
+      if (!kernel.launch(nullptr, args.data(), args.size()).ok()) ++failures;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(fake.launches().size(), static_cast<std::size_t>(kThreads));
+  const auto args = add_args(4096);
+  const std::size_t variant = *kernel.select(args.data(), args.size());
+  EXPECT_EQ(fake.loads_of(table.kernel.variants[variant].images[1].cubin), 2);  // once per context
+  EXPECT_EQ(fake.total_loads(), 2);
+}
+
+TEST_F(LaunchTest, PreloadLoadsEveryVariantOnceAndUnloadReleasesThem) {
+  fake.make_current(fake.add_context(90));
+  ASSERT_TRUE(kernel.preload().ok());
+  EXPECT_EQ(fake.total_loads(), static_cast<int>(table.kernel.variant_count));
+  ASSERT_TRUE(kernel.preload().ok());
+  EXPECT_EQ(fake.total_loads(), static_cast<int>(table.kernel.variant_count));
+  ASSERT_TRUE(kernel.unload().ok());
+  EXPECT_EQ(fake.unloads(), static_cast<int>(table.kernel.variant_count));
+  auto args = add_args(64);
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size()).ok());
+  EXPECT_EQ(fake.total_loads(), static_cast<int>(table.kernel.variant_count) + 1);
+}
+
+TEST(LaunchSharedMemory, AboveDefaultIsOptedInAndAboveDeviceLimitIsNamed) {
+  FakeDriver fake;
+  AddKernelTable table(100 * 1024);
+  Kernel kernel(table.kernel);
+  fake.make_current(fake.add_context(90, 232448));
+  auto args = add_args(64);
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size()).ok());
+  ASSERT_EQ(fake.shared_attributes().size(), 1u);
+  EXPECT_EQ(fake.shared_attributes()[0].second, 100 * 1024);
+
+  fake.make_current(fake.add_context(90, 64 * 1024));
+  Status status = kernel.launch(nullptr, args.data(), args.size());
+  ASSERT_EQ(status.code(), TAOT_OUT_OF_RESOURCES);
+  EXPECT_NE(status.message().find("needs 102400 bytes of shared memory per block; Fake GPU 1 allows 65536"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST(LaunchGrid, NegativeGridIsNamedWithItsExpression) {
+  FakeDriver fake;
+  AddKernelTable table;
+  Kernel kernel(table.kernel);
+  fake.make_current(fake.add_context(90));
+  auto args = add_args(-5000);
+  Status status = kernel.launch(nullptr, args.data(), args.size());
+  ASSERT_EQ(status.code(), TAOT_INVALID_ARGUMENT);
+  EXPECT_NE(status.message().find("grid[0] = cdiv(n_elements, BLOCK_SIZE) is negative (-4)"), std::string::npos)
+      << status.message();
+}
+
+TEST(VariantInfoTest, DescribesSpecializationConfigAndTargets) {
+  AddKernelTable table;
+  Kernel kernel(table.kernel);
+  EXPECT_EQ(kernel.variants().size(), table.kernel.variant_count);
+  std::size_t count = 0;
+  for (VariantInfo info : kernel.variants()) {
+    EXPECT_EQ(info.index(), count++);
+    EXPECT_EQ(*info.config_integer("BLOCK_SIZE"), table.facts[info.index()].block);
+  }
+  EXPECT_FALSE(kernel.variants()[0].config_integer("missing").has_value());
+  EXPECT_EQ(kernel.variants()[0].describe(),
+            "x_ptr: fp32, y_ptr: fp32, output_ptr: fp32, n_elements: i32 %16; BLOCK_SIZE=256 num_warps=4; sm_80 sm_90");
+}
+
+}  // namespace
+}  // namespace taot::testing
