@@ -1,0 +1,127 @@
+# Driver of `python -m taot.compile`: parse the command line, run the build, print progress and errors.
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .errors import TaotError
+
+
+def parse_arguments(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m taot.compile",
+        description="Compile the Triton kernels described by a taot spec into artifacts and manifest.json.")
+    parser.add_argument("spec", help="the spec file (.toml, or .py defining taot_spec())")
+    parser.add_argument("-o", "--output", metavar="OUTDIR", help="output folder for manifest.json and artifacts/")
+    parser.add_argument("-j", "--jobs", type=int, metavar="N", default=os.cpu_count() or 1,
+                        help="parallel compile workers (default: %(default)s, the CPU count)")
+    parser.add_argument("--target", action="extend", nargs="+", metavar="TARGET", dest="targets",
+                        help="compile for these targets instead of the spec's (e.g. --target sm_90 sm_80)")
+    parser.add_argument("--list", action="store_true", help="print the variant ids and exit without compiling")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    arguments = parser.parse_args(argv)
+    if not arguments.list and not arguments.output:
+        parser.error("-o OUTDIR is required (unless --list)")
+    if arguments.jobs < 1:
+        parser.error("-j must be at least 1")
+    if arguments.targets:
+        arguments.targets = [name for value in arguments.targets for name in value.split(",") if name]
+    return arguments
+
+
+def main(argv=None):
+    arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(arguments)
+    except TaotError as error:
+        print(error.report(), file=sys.stderr)
+        return 1
+    except OSError as error:  # e.g. OUTDIR not writable
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(arguments):
+    start = time.perf_counter()
+    from .spec import load_spec
+    library = load_spec(Path(arguments.spec), label=arguments.spec, target_override=arguments.targets)
+    if arguments.list:
+        return _list(library, arguments)
+    from .build import build
+    progress = None if arguments.quiet else Progress(sys.stderr)
+    try:
+        result = build(library, arguments.output, workers=arguments.jobs, progress=progress)
+    finally:
+        if progress is not None:
+            progress.finish()
+    _summarise(result, time.perf_counter() - start, arguments)
+    return 0
+
+
+def _list(library, arguments):
+    kernels = {kernel.name: [variant.id for variant in library.variants[kernel.name]] for kernel in library.kernels}
+    total = sum(len(ids) for ids in kernels.values())
+    targets = [target.name for target in library.targets]
+    if arguments.json:
+        print(json.dumps({"library": library.name, "targets": targets, "kernels": kernels}, indent=2))
+        return 0
+    for ids in kernels.values():
+        for variant_id in ids:
+            print(variant_id)
+    per_kernel = ", ".join(f"{name} {len(ids)}" for name, ids in kernels.items())
+    print(f"{total} variants ({per_kernel}) x {len(targets)} targets ({', '.join(targets)}) = "
+          f"{total * len(targets)} compile jobs")
+    return 0
+
+
+def _summarise(result, seconds, arguments):
+    """The result as JSON on stdout, or a summary line and the manifest's path on stderr."""
+    if arguments.json:
+        print(json.dumps({"compiled": result.compiled, "up_to_date": result.up_to_date,
+                          "seconds": round(seconds, 3), "manifest": str(result.manifest_path),
+                          "manifest_changed": result.manifest_changed,
+                          "removed": [str(path) for path in result.removed_dirs]}, indent=2))
+        return
+    if arguments.quiet:
+        return
+    print(f"compiled {result.compiled}, up to date {result.up_to_date}, in {seconds:.1f}s", file=sys.stderr)
+    state = "written" if result.manifest_changed else "unchanged"
+    print(f"manifest: {result.manifest_path} ({state})", file=sys.stderr)
+    if result.removed_dirs:
+        print(f"removed {len(result.removed_dirs)} stale artifact folders", file=sys.stderr)
+
+
+class Progress:
+    """One line per finished compile; on a terminal the line is redrawn in place."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.redraw = stream.isatty()
+        self.drawn = False
+
+    def __call__(self, done, total, outcome):
+        status = "FAILED" if outcome.error is not None else f"{outcome.seconds:.2f}s"
+        line = f"[{done}/{total}] {outcome.variant_id} {outcome.target} {status}"
+        if self.redraw and outcome.error is None:
+            self.stream.write("\r\033[K" + line)
+            self.drawn = True
+        else:
+            self.finish()
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def finish(self):
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+# One compile job = (variant, target): its recorded inputs, the up-to-date test, and the Triton call.
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import triton
+
+from . import kernel_source
+from .dtypes import triton_dtype
+from .fsutil import canonical_json, write_atomically
+from .model import DTYPE, INT, POINTER
+
+INPUTS_FORMAT = 1                    # bump when the artifact layout or the inputs' meaning changes
+IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
+ERROR_LINES = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """Everything a pool worker needs to compile one variant for one target (picklable)."""
+    variant_id: str
+    target: str            # target name as in the spec, e.g. "sm_90a"
+    capability: int
+    source: str            # absolute path of the kernel's Python file
+    function: str
+    inputs: dict           # what inputs.json records: target_inputs(variant_inputs(...), ...)
+    artifact_dir: str      # absolute path of artifacts/<variant id>/<target>
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    variant_id: str
+    target: str
+    seconds: float
+    error: str = None      # Triton's message (first ERROR_LINES lines) when the compile failed
+
+
+def variant_inputs(kernel, variant):
+    """The target-independent compile inputs of a variant (also what the manifest's variant hash covers)."""
+    signature, constexprs, attrs = {}, {}, {}
+    config = variant.config
+    bindings = {binding.name: binding for binding in variant.bindings}
+    for arg in kernel.args:
+        binding = bindings.get(arg.name)
+        if binding is None:
+            signature[arg.name] = "constexpr"
+            constexprs[arg.name] = {"dtype": config[arg.name]} if arg.kind == DTYPE else config[arg.name]
+        elif binding.kind == INT and binding.hint == 1:
+            signature[arg.name] = "constexpr"
+            constexprs[arg.name] = 1
+        else:
+            signature[arg.name] = "*" + binding.type if binding.kind == POINTER else binding.type
+            if binding.align == 16 or binding.hint == 16:
+                attrs[str(arg.index)] = [["tt.divisibility", 16]]
+    options = {name: config[name] for name in kernel.options}
+    return {"format": INPUTS_FORMAT, "triton_version": triton.__version__, "function": kernel.function,
+            "cache_key": kernel.cache_key, "signature": signature, "constexprs": constexprs, "attrs": attrs,
+            "options": options}
+
+
+def variant_hash(inputs):
+    return hashlib.sha256(canonical_json(inputs).encode()).hexdigest()
+
+
+def target_inputs(inputs, target, triton_options, backend_hash, env):
+    """Add what depends on the target: Triton's parsed options, ptxas version, cache-relevant env vars."""
+    return dict(inputs, target={"name": target.name, "capability": target.capability},
+                triton_options=json_safe(triton_options), backend=backend_hash, env=json_safe(env))
+
+
+def json_safe(value):
+    """Tuples become lists, dataclasses (GPUTarget) and namedtuples dicts, other objects their str()."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: json_safe(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if hasattr(value, "_asdict"):
+        return {key: json_safe(item) for key, item in value._asdict().items()}
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+# ---- artifacts ----
+
+def artifact_names(function):
+    return {stage: f"{function}.{stage}" for stage in IR_STAGES + ("cubin",)} | {"metadata": "metadata.json"}
+
+
+def is_up_to_date(job):
+    """True when the recorded inputs equal the job's and the cubin and metadata are there."""
+    folder = Path(job.artifact_dir)
+    try:
+        recorded = json.loads((folder / "inputs.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if canonical_json(recorded) != canonical_json(job.inputs):
+        return False
+    names = artifact_names(job.function)
+    return all((folder / names[key]).is_file() for key in ("cubin", "metadata"))
+
+
+_OWN_SUFFIXES = tuple("." + stage for stage in IR_STAGES + ("cubin", "tmp"))
+
+
+def _clear_artifacts(folder):
+    """Remove what an earlier compile left here: inputs.json first, so a crash leaves no stale claim."""
+    (folder / "inputs.json").unlink(missing_ok=True)
+    for entry in folder.iterdir():
+        if entry.is_file() and (entry.suffix in _OWN_SUFFIXES or entry.name == "metadata.json"):
+            entry.unlink()
+
+
+def _write_artifacts(folder, function, compiled):
+    names = artifact_names(function)
+    for stage in IR_STAGES:
+        write_atomically(folder / names[stage], compiled.asm[stage].encode())
+    write_atomically(folder / names["cubin"], compiled.asm["cubin"])
+    metadata = json_safe(compiled.metadata._asdict())
+    write_atomically(folder / names["metadata"], (json.dumps(metadata, indent=2, sort_keys=True) + "\n").encode())
+
+
+# ---- compiling ----
+
+def run_job(job):
+    """Compile one job and write its artifacts; never raises for a kernel's compile error."""
+    start = time.perf_counter()
+    folder = Path(job.artifact_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    _clear_artifacts(folder)
+    failure = None
+    with captured_stderr() as captured:
+        try:
+            compiled = _compile(job)
+        except Exception as error:  # Triton's errors are the user's to read, not a crash of taot
+            failure = error
+    if failure is not None:
+        text = error_text(failure, job.source, captured.text)
+        return Outcome(job.variant_id, job.target, time.perf_counter() - start, text)
+    captured.replay()
+    _write_artifacts(folder, job.function, compiled)
+    write_atomically(folder / "inputs.json", (canonical_json(job.inputs, indent=2) + "\n").encode())
+    return Outcome(job.variant_id, job.target, time.perf_counter() - start)
+
+
+def _compile(job):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    function = kernel_source.load_function(job.source, job.function)
+    if function.cache_key != job.inputs["cache_key"]:
+        raise RuntimeError(f"{job.source} changed while taot was compiling it; run taot again")
+    inputs = job.inputs
+    constexprs = {name: _constexpr_value(value) for name, value in inputs["constexprs"].items()}
+    attrs = {(int(index),): value for index, value in inputs["attrs"].items()}
+    source = ASTSource(function, dict(inputs["signature"]), constexprs, attrs)
+    target = GPUTarget("cuda", job.capability, 32)
+    backend = triton.compiler.make_backend(target)
+    options = backend.parse_options(dict(inputs["options"])).__dict__
+    with private_triton_cache():
+        return triton.compile(source, target=target, options=options)
+
+
+def _constexpr_value(value):
+    """Constexprs as recorded in inputs.json: dtype-valued ones are {"dtype": name}."""
+    return triton_dtype(value["dtype"]) if isinstance(value, dict) else value
+
+
+class private_triton_cache:
+    """TRITON_CACHE_DIR points at a fresh temporary folder while active; the folder is removed after."""
+
+    def __enter__(self):
+        self.folder = tempfile.mkdtemp(prefix="taot-triton-cache-")
+        self.previous = os.environ.get("TRITON_CACHE_DIR")
+        os.environ["TRITON_CACHE_DIR"] = self.folder
+        return self.folder
+
+    def __exit__(self, *exc):
+        if self.previous is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = self.previous
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return False
+
+
+def error_text(error, source=None, diagnostics=""):
+    """The first ERROR_LINES lines of what Triton said: the exception (a CompilationError's
+    "at LINE:COL:" made "file.py:LINE:COL:"), then the compiler's own diagnostics without IR dumps."""
+    text = str(error).strip() or type(error).__name__
+    name = type(error).__name__
+    if name == "CompilationError":
+        text = _locate_in_file(error, text, source)
+    elif not text.startswith(name):
+        text = f"{name}: {text}"
+    lines = text.splitlines() + diagnostic_lines(diagnostics)
+    if len(lines) > ERROR_LINES:
+        lines = lines[:ERROR_LINES] + [f"... ({len(lines) - ERROR_LINES} more lines)"]
+    return "\n".join(lines)
+
+
+def _locate_in_file(error, text, source):
+    node = getattr(error, "node", None)
+    line = getattr(node, "lineno", None)
+    if source is None or line is None or not text.startswith(f"at {line}:"):
+        return text
+    try:
+        file_text = Path(source).read_text()
+    except OSError:
+        return text
+    function_text = getattr(error, "src", None) or ""
+    offset = file_text.find(function_text) if function_text else -1
+    if offset < 0:
+        return text
+    file_line = file_text.count("\n", 0, offset) + line
+    _, _, rest = text.partition("\n")
+    return f"{Path(source).name}:{file_line}:{node.col_offset}:\n{rest}"
+
+
+_IR_DUMP_STARTS = ("#", "module", "}", "{-#", "#-}")
+
+
+def diagnostic_lines(text):
+    """MLIR/LLVM messages from captured stderr, without the IR dumps around them, each line once."""
+    kept = []
+    for line in text.splitlines():
+        if not line.strip() or line[0].isspace() or line.startswith(_IR_DUMP_STARTS) or line in kept:
+            continue
+        kept.append(line)
+    return kept
+
+
+class captured_stderr:
+    """Collects what native code (MLIR, LLVM, ptxas) writes to file descriptor 2 while active."""
+
+    def __enter__(self):
+        sys.stderr.flush()
+        self.file = tempfile.TemporaryFile(mode="w+b")
+        self.saved = os.dup(2)
+        os.dup2(self.file.fileno(), 2)
+        self.text = ""
+        return self
+
+    def __exit__(self, *exc):
+        sys.stderr.flush()
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.file.seek(0)
+        self.text = self.file.read().decode(errors="replace")
+        self.file.close()
+        return False
+
+    def replay(self):
+        """Pass the collected text on to the real stderr (after a successful compile)."""
+        if self.text:
+            os.write(2, self.text.encode())

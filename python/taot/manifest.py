@@ -1,0 +1,139 @@
+# Build manifest.json (schema in docs/manifest.md) from the spec, its variants and their artifacts.
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+from .jobs import IR_STAGES, artifact_names
+from .model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER
+
+SCHEMA = "taot.manifest"
+SCHEMA_VERSION = 1
+
+
+def relative(path, base):
+    return Path(os.path.relpath(path, base)).as_posix()
+
+
+def render(manifest):
+    """Sorted keys, two-space indent, trailing newline: the same manifest gives the same bytes."""
+    return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+
+
+def build_manifest(library, outdir, variant_hashes):
+    """The manifest dict; `variant_hashes` maps variant id -> hash of its target-independent inputs.
+    Every image's artifacts must exist (the build only calls this after all jobs succeeded)."""
+    import triton
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "triton_version": triton.__version__,
+        "library": library.name,
+        "spec": relative(library.path, outdir),
+        "targets": [target.name for target in library.targets],
+        "kernels": [_kernel(library, kernel, outdir, variant_hashes) for kernel in library.kernels],
+    }
+
+
+def _kernel(library, kernel, outdir, variant_hashes):
+    variants = library.variants[kernel.name]
+    return {
+        "name": kernel.name,
+        "function": kernel.function,
+        "source": relative(kernel.source, outdir),
+        "source_hash": hashlib.sha256(kernel.cache_key.encode()).hexdigest(),
+        "grid": list(kernel.grid_text),
+        "args": [_arg(arg, variants) for arg in kernel.args],
+        "config": [_config_field(field, variants) for field in kernel.config],
+        "variants": [_variant(library, kernel, variant, outdir, variant_hashes[variant.id]) for variant in variants],
+    }
+
+
+def _used_types(arg, variants):
+    """The argument's types that surviving variants use, in spec order."""
+    used = {binding.type for variant in variants for binding in variant.bindings if binding.name == arg.name}
+    return [choice for choice in arg.choices if choice in used]
+
+
+def _arg(arg, variants):
+    if arg.kind == POINTER:
+        return {"name": arg.name, "kind": POINTER, "dtypes": _used_types(arg, variants)}
+    if arg.kind in (INT, FLOAT):
+        return {"name": arg.name, "kind": arg.kind, "types": _used_types(arg, variants)}
+    if arg.kind == BOOL:
+        return {"name": arg.name, "kind": BOOL}
+    return {"name": arg.name, "kind": CONSTEXPR}
+
+
+def _config_field(field, variants):
+    used = {_value_key(variant.config[field.name]) for variant in variants}
+    values = [value for value in field.values if _value_key(value) in used]
+    if field.kind != DTYPE:
+        values.sort()
+    return {"name": field.name, "kind": field.kind, "values": values, "default": field.default}
+
+
+def _value_key(value):
+    return (type(value).__name__, value)  # keeps True apart from 1
+
+
+def _variant(library, kernel, variant, outdir, variant_hash):
+    return {
+        "id": variant.id,
+        "hash": variant_hash,
+        "specialization": [_specialization(binding) for binding in variant.bindings],
+        "config": dict(variant.config),
+        "params": [binding.name for binding in variant.bindings if binding.hint != 1],
+        "grid": [list(program) for program in variant.grid],
+        "images": [_image(outdir, variant, kernel.function, target) for target in library.targets],
+    }
+
+
+def _specialization(binding):
+    if binding.kind == POINTER:
+        return {"arg": binding.name, "dtype": binding.type, "align": binding.align}
+    if binding.kind == INT:
+        return {"arg": binding.name, "type": binding.type, "hint": binding.hint}
+    return {"arg": binding.name, "type": binding.type}
+
+
+def artifact_dir(outdir, variant_id, target_name):
+    return Path(outdir) / "artifacts" / variant_id / target_name
+
+
+def _image(outdir, variant, function, target):
+    folder = artifact_dir(outdir, variant.id, target.name)
+    names = artifact_names(function)
+    metadata = json.loads((folder / names["metadata"]).read_text())
+    cubin = (folder / names["cubin"]).read_bytes()
+    ptx = (folder / names["ptx"]).read_text()
+    num_ctas = metadata["num_ctas"]
+    return {
+        "target": target.name,
+        "arch": target.capability,
+        "arch_specific": _ptx_target(ptx).endswith("a"),
+        "dir": relative(folder, outdir),
+        "cubin": relative(folder / names["cubin"], outdir),
+        "cubin_sha256": hashlib.sha256(cubin).hexdigest(),
+        "function_name": metadata["name"],
+        "num_warps": metadata["num_warps"],
+        "num_ctas": num_ctas,
+        "num_stages": metadata["num_stages"],
+        "shared": metadata["shared"],
+        "global_scratch_size": metadata["global_scratch_size"],
+        "global_scratch_align": metadata["global_scratch_align"],
+        "profile_scratch_size": metadata["profile_scratch_size"],
+        "profile_scratch_align": metadata["profile_scratch_align"],
+        "launch_cooperative_grid": metadata["launch_cooperative_grid"],
+        "launch_pdl": metadata["launch_pdl"],
+        "cluster_dims": metadata.get("cluster_dims") or [num_ctas, 1, 1],
+        "tmem_size": metadata.get("tmem_size", 0),
+        "maxnreg": metadata.get("maxnreg"),
+        "artifacts": {key: relative(folder / names[key], outdir) for key in IR_STAGES + ("metadata",)},
+    }
+
+
+def _ptx_target(ptx):
+    match = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.MULTILINE)
+    return match.group(1) if match else ""

@@ -1,0 +1,47 @@
+# Run a user's Python file as a module by path, turning its exceptions into one-line summaries.
+import importlib.util
+import sys
+from pathlib import Path
+
+
+class PythonFileError(Exception):
+    """The file raised while importing; str() is a one-line summary with the line in that file."""
+
+
+def import_file(path, module_name):
+    """Execute the file at `path` as module `module_name` (registered in sys.modules) with the
+    file's folder first on sys.path while it runs, so it can import its neighbours."""
+    path = Path(path).resolve()
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    folder = str(path.parent)
+    sys.path.insert(0, folder)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # the user's code failed: summarise it instead of crashing
+        sys.modules.pop(module_name, None)
+        raise PythonFileError(exception_summary(error, path)) from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    return module
+
+
+def exception_summary(error, path):
+    """'ValueError at line 12: message', the line being the last frame inside `path`."""
+    if isinstance(error, SyntaxError):
+        return f"SyntaxError at line {error.lineno}: {error.msg}"
+    line = None
+    traceback = error.__traceback__
+    while traceback is not None:
+        if Path(traceback.tb_frame.f_code.co_filename).resolve() == Path(path).resolve():
+            line = traceback.tb_lineno
+        traceback = traceback.tb_next
+    where = f" at line {line}" if line else ""
+    return f"{type(error).__name__}{where}: {error}"
+
+
+def module_name_for(prefix, path, digest=""):
+    stem = "".join(ch if ch.isalnum() else "_" for ch in Path(path).stem)
+    return f"_taot_{prefix}_{stem}_{digest}" if digest else f"_taot_{prefix}_{stem}"
