@@ -1,0 +1,31 @@
+# Writes OUTPUT, a C++ source holding each template of TEMPLATES ("|"-separated names in
+# TEMPLATE_DIR) as a raw string literal, with a lookup table used by src/templates.h.
+# Rewrites OUTPUT only when its content changes, so unchanged templates rebuild nothing.
+
+set(_delimiter "taot_tmpl")
+string(REPLACE "|" ";" _names "${TEMPLATES}")
+set(_out "// Generated from codegen/templates/*.mustache by codegen/cmake/embed_templates.cmake.\n")
+string(APPEND _out "#include \"templates.h\"\n\nnamespace taot::codegen::detail {\nnamespace {\n\n")
+set(_index 0)
+foreach(_name IN LISTS _names)
+  file(READ "${TEMPLATE_DIR}/${_name}" _text)
+  string(FIND "${_text}" ")${_delimiter}\"" _clash)
+  if(NOT _clash EQUAL -1)
+    message(FATAL_ERROR "${TEMPLATE_DIR}/${_name} contains the raw-string delimiter )${_delimiter}\"")
+  endif()
+  string(APPEND _out "constexpr std::string_view template_${_index} = R\"${_delimiter}(${_text})${_delimiter}\";\n\n")
+  math(EXPR _index "${_index} + 1")
+endforeach()
+string(APPEND _out "constexpr EmbeddedTemplate templates[] = {\n")
+set(_index 0)
+foreach(_name IN LISTS _names)
+  string(APPEND _out "    {\"${_name}\", template_${_index}},\n")
+  math(EXPR _index "${_index} + 1")
+endforeach()
+string(APPEND _out "};\n\n}  // namespace\n\n")
+string(APPEND _out "std::span<const EmbeddedTemplate> embedded_templates() noexcept { return templates; }\n\n")
+string(APPEND _out "}  // namespace taot::codegen::detail\n")
+
+file(WRITE "${OUTPUT}.tmp" "${_out}")
+file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUTPUT}.tmp")

@@ -1,0 +1,162 @@
+// A typed model of manifest.json (docs/manifest.md, schema "taot.manifest" version 1) and its
+// reader. The reader checks everything the generator relies on, so that a Manifest it returns
+// always generates code that compiles: every error names the manifest file and the JSON path.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "taot/codegen/expected.h"
+
+namespace taot::codegen {
+
+inline constexpr std::string_view kManifestSchema = "taot.manifest";
+inline constexpr int kManifestSchemaVersion = 1;
+
+// Element and scalar types by their Triton names; the runtime's TAOT_DTYPE_* in the same order.
+enum class DType : std::uint8_t { i1, i8, i16, i32, i64, u8, u16, u32, u64, fp8e4nv, fp8e5, fp16, bf16, fp32, fp64 };
+
+// "fp32", "bf16", ...
+std::string_view dtype_name(DType dtype) noexcept;
+// The dtype of a Triton name, or nothing for a name the runtime does not know.
+std::optional<DType> dtype_from_name(std::string_view name) noexcept;
+// The C ABI enumerator, e.g. "TAOT_DTYPE_FP32".
+std::string_view dtype_enumerator(DType dtype) noexcept;
+
+enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar, constexpr_value };
+
+// One parameter of the @triton.jit function, in order.
+struct Arg {
+  std::string name;
+  ArgKind kind = ArgKind::pointer;
+  // pointer: the element dtypes some variant accepts ("dtypes", manifest order); int: i32 and/or
+  // i64 ("types"); float: exactly one of fp32, fp64; bool: {i1}; constexpr: empty.
+  std::vector<DType> types;
+
+  // Constexpr parameters are compiled in; every other parameter is a call argument.
+  bool is_call_argument() const noexcept { return kind != ArgKind::constexpr_value; }
+};
+
+enum class FieldKind : std::uint8_t { int_value, float_value, bool_value, dtype_value };
+
+// A config value; the alternative matches the field's kind.
+using ConfigValue = std::variant<std::int64_t, double, bool, DType>;
+
+// One config field: a constexpr argument or a compile option (num_warps, ...).
+struct ConfigField {
+  std::string name;
+  FieldKind kind = FieldKind::int_value;
+  std::vector<ConfigValue> values;  // every value some variant has, distinct, in manifest order
+  std::size_t default_index = 0;    // into `values`
+};
+
+// How one variant was specialized for one call argument. pointer: `type` is the element dtype,
+// `hint` 16 (16-byte aligned) or 0; int: `type` i32/i64, `hint` 1 (==1), 16 (%16==0) or 0;
+// float/bool: the scalar type, `hint` 0.
+struct ArgSpecialization {
+  DType type = DType::i32;
+  std::uint8_t hint = 0;
+};
+
+enum class GridOp : std::uint8_t { literal, arg, add, sub, mul, div, mod, cdiv, min, max, neg };
+
+// One instruction of a postfix grid program: `literal` pushes `value`; `arg` pushes call argument
+// number `arg` (an index into the kernel's call arguments, always an int argument); the others pop
+// their operands and push the result. The reader guarantees every program leaves one value.
+struct GridInstr {
+  GridOp op = GridOp::literal;
+  std::size_t arg = 0;
+  std::int64_t value = 0;
+};
+using GridProgram = std::vector<GridInstr>;
+
+// One compiled binary of a variant for one target.
+struct Image {
+  std::string target;  // as in the manifest's "targets"
+  std::uint16_t arch = 0;
+  bool arch_specific = false;
+  std::string dir;            // as written (relative to the manifest's folder)
+  std::string cubin;          // as written (relative to the manifest's folder)
+  std::filesystem::path cubin_path;  // `cubin` resolved against the manifest's folder
+  std::string cubin_sha256;   // 64 lower-case hex digits
+  std::string function_name;
+  std::uint16_t num_warps = 1;
+  std::uint16_t num_ctas = 1;
+  std::uint32_t num_stages = 0;
+  std::uint32_t shared = 0;
+  std::uint64_t global_scratch_size = 0;
+  std::uint32_t global_scratch_align = 1;
+  std::uint64_t profile_scratch_size = 0;
+  std::uint32_t profile_scratch_align = 1;
+  bool launch_cooperative_grid = false;
+  bool launch_pdl = false;
+  std::array<std::uint32_t, 3> cluster_dims = {1, 1, 1};
+  std::uint64_t tmem_size = 0;
+  std::optional<std::uint32_t> maxnreg;
+  std::map<std::string, std::string> artifacts;  // stage ("ttir", "ptx", ...) -> path as written
+};
+
+// One compiled variant: a specialization plus a config, with an image per target.
+struct Variant {
+  std::string id;
+  std::string hash;
+  std::vector<ArgSpecialization> specialization;  // one per call argument, in argument order
+  std::vector<std::size_t> config;                // one value index per config field
+  std::vector<std::size_t> params;                // call-argument indices of the kernel's parameters
+  std::array<GridProgram, 3> grid;
+  std::vector<Image> images;
+};
+
+struct Kernel {
+  std::string name;      // the C++ function name
+  std::string function;  // the @triton.jit function's name
+  std::string source;
+  std::string source_hash;
+  std::array<std::string, 3> grid_text;  // as written, for messages and docs
+  std::vector<Arg> args;                 // every parameter, constexprs included
+  std::vector<ConfigField> config;
+  std::vector<Variant> variants;
+
+  // Indices into `args` of the call arguments (the non-constexpr ones), in order.
+  std::vector<std::size_t> call_arguments() const;
+};
+
+struct Manifest {
+  std::filesystem::path path;       // as given to the reader
+  std::filesystem::path directory;  // the folder relative paths inside it start from
+  int schema_version = kManifestSchemaVersion;
+  std::string triton_version;
+  std::string library;
+  std::string spec;
+  std::vector<std::string> targets;
+  std::vector<Kernel> kernels;
+};
+
+struct ReadOptions {
+  // Check that every image's cubin exists and its SHA-256 equals cubin_sha256.
+  bool verify_cubins = true;
+};
+
+// Reads and checks the manifest at `path`. Fails, naming the file and the JSON path (e.g.
+// "kernels[0].variants[3].images[1].shared: expected an unsigned integer, got -1"), on: a wrong
+// schema or unknown schema_version (naming both), a missing or mistyped field, an unknown dtype,
+// a name that is no valid C/C++ identifier or clashes with another generated name, params or grid
+// naming something that is not a (for grids: int) call argument, a count above what the
+// runtime's tables hold (65535), and, with verify_cubins, a cubin that is missing, truncated or
+// corrupted. Thread-safe; reads only the manifest and the cubins.
+Expected<Manifest> read_manifest(const std::filesystem::path& path, const ReadOptions& options = {});
+
+// The same for manifest text already in memory; `path` is where it came from (relative paths
+// start at its folder; messages name it).
+Expected<Manifest> parse_manifest(std::string_view json_text, const std::filesystem::path& path,
+                                  const ReadOptions& options = {});
+
+}  // namespace taot::codegen

@@ -1,0 +1,502 @@
+// Renders a Manifest through the embedded mustache templates into the files of a kernel library,
+// and writes them only where their content changed. The values handed to the templates are all
+// spelled here (literals, names, C types); the templates own every line of generated code.
+#include "taot/codegen/generator.h"
+
+#include <fmt/format.h>
+#include <mstch/mstch.hpp>
+
+#include <algorithm>
+#include <exception>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "literals.h"
+#include "names.h"
+#include "taot/codegen/sha256.h"
+#include "templates.h"
+
+namespace taot::codegen {
+namespace {
+
+using detail::c_string_literal;
+using detail::comment_text;
+
+// Every item of a template list carries "first" and "last", so that templates can place
+// separators; each item sets them itself so lookups never fall through to an enclosing list.
+mstch::array as_list(std::vector<mstch::map> items) {
+  mstch::array list;
+  list.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    items[i]["first"] = i == 0;
+    items[i]["last"] = i + 1 == items.size();
+    list.emplace_back(std::move(items[i]));
+  }
+  return list;
+}
+
+template <class T>
+std::string number(T value) {
+  return fmt::format("{}", value);
+}
+
+std::string boolean(bool value) { return value ? "true" : "false"; }
+
+// A section rule after a kernel's name in comments, filling the line to 100 columns.
+std::string rule(std::string_view name) {
+  const std::size_t used = 4 + name.size();
+  return std::string(used < 96 ? 96 - used : 3, '-');
+}
+
+std::string cpp_type(const Arg& arg) {
+  switch (arg.kind) {
+    case ArgKind::pointer: return "taot::Ptr";
+    case ArgKind::int_scalar:
+      return std::find(arg.types.begin(), arg.types.end(), DType::i64) != arg.types.end() ? "std::int64_t"
+                                                                                          : "std::int32_t";
+    case ArgKind::float_scalar: return arg.types.at(0) == DType::fp64 ? "double" : "float";
+    case ArgKind::bool_scalar: return "bool";
+    case ArgKind::constexpr_value: break;
+  }
+  return "void";
+}
+
+std::string c_type(const Arg& arg) {
+  switch (arg.kind) {
+    case ArgKind::pointer: return "taot_ptr";
+    case ArgKind::int_scalar:
+      return std::find(arg.types.begin(), arg.types.end(), DType::i64) != arg.types.end() ? "int64_t" : "int32_t";
+    case ArgKind::float_scalar: return arg.types.at(0) == DType::fp64 ? "double" : "float";
+    case ArgKind::bool_scalar: return "bool";
+    case ArgKind::constexpr_value: break;
+  }
+  return "void";
+}
+
+std::string table_kind(ArgKind kind) {
+  switch (kind) {
+    case ArgKind::pointer: return "pointer";
+    case ArgKind::int_scalar: return "int_scalar";
+    case ArgKind::float_scalar: return "float_scalar";
+    case ArgKind::bool_scalar: return "bool_scalar";
+    case ArgKind::constexpr_value: break;
+  }
+  return "pointer";
+}
+
+std::string or_list(const std::vector<DType>& dtypes) {
+  std::string text;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    if (i > 0) text += i + 1 == dtypes.size() ? " or " : ", ";
+    text += dtype_name(dtypes[i]);
+  }
+  return text;
+}
+
+std::string arg_description(const Arg& arg) {
+  switch (arg.kind) {
+    case ArgKind::pointer: return "pointer to " + or_list(arg.types);
+    case ArgKind::int_scalar: return or_list(arg.types) + " integer";
+    case ArgKind::float_scalar: return std::string(dtype_name(arg.types.at(0))) + " scalar";
+    case ArgKind::bool_scalar: return "bool";
+    case ArgKind::constexpr_value: break;
+  }
+  return "";
+}
+
+// Parameter names of the wrappers: the argument's name (keywords get a trailing underscore); a
+// name that would clash with the wrappers' own names or an earlier parameter gets a trailing
+// underscore, or if it has one, a number after it (never "__", which is reserved).
+std::vector<std::string> parameter_names(const Kernel& kernel, const std::vector<std::size_t>& call_args) {
+  std::set<std::string> taken = {"stream", "config", "variant_index", "args", "fields"};
+  std::vector<std::string> names;
+  for (std::size_t index : call_args) {
+    std::string name = detail::cpp_member_name(kernel.args[index].name);
+    if (taken.count(name) != 0) {
+      const std::string stem = name.back() == '_' ? name : name + "_";
+      name = stem;
+      for (int suffix = 2; taken.count(name) != 0; ++suffix) name = stem + std::to_string(suffix);
+    }
+    taken.insert(name);
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+std::string field_cpp_type(FieldKind kind) {
+  switch (kind) {
+    case FieldKind::int_value: return "std::int64_t";
+    case FieldKind::float_value: return "double";
+    case FieldKind::bool_value: return "bool";
+    case FieldKind::dtype_value: return "taot::DType";
+  }
+  return "std::int64_t";
+}
+
+std::string field_kind(FieldKind kind) {
+  switch (kind) {
+    case FieldKind::int_value: return "int_value";
+    case FieldKind::float_value: return "float_value";
+    case FieldKind::bool_value: return "bool_value";
+    case FieldKind::dtype_value: return "dtype_value";
+  }
+  return "int_value";
+}
+
+// A config value as an element of the field's table array (int64 or double).
+std::string table_value(const ConfigValue& value) {
+  if (const auto* integer = std::get_if<std::int64_t>(&value)) return detail::int64_literal(*integer);
+  if (const auto* real = std::get_if<double>(&value)) return detail::double_literal(*real);
+  if (const auto* flag = std::get_if<bool>(&value)) return *flag ? "1" : "0";
+  return std::string(dtype_enumerator(std::get<DType>(value)));
+}
+
+// A config value for documentation comments.
+std::string doc_value(const ConfigValue& value) {
+  if (const auto* integer = std::get_if<std::int64_t>(&value)) return number(*integer);
+  if (const auto* real = std::get_if<double>(&value)) return number(*real);
+  if (const auto* flag = std::get_if<bool>(&value)) return boolean(*flag);
+  return std::string(dtype_name(std::get<DType>(value)));
+}
+
+std::string grid_op(GridOp op) {
+  switch (op) {
+    case GridOp::literal: return "literal";
+    case GridOp::arg: return "arg";
+    case GridOp::add: return "add";
+    case GridOp::sub: return "sub";
+    case GridOp::mul: return "mul";
+    case GridOp::div: return "div";
+    case GridOp::mod: return "mod";
+    case GridOp::cdiv: return "cdiv";
+    case GridOp::min: return "min";
+    case GridOp::max: return "max";
+    case GridOp::neg: return "neg";
+  }
+  return "literal";
+}
+
+mstch::array value_list(const std::vector<std::string>& values) {
+  std::vector<mstch::map> items;
+  for (const std::string& value : values) items.push_back(mstch::map{{"value", value}});
+  return as_list(std::move(items));
+}
+
+// One embedded array per distinct cubin, in order of first use.
+struct Cubin {
+  std::string sha256;
+  std::string bytes;
+  std::string source;  // the first image's cubin path, as written in the manifest
+};
+
+class Renderer {
+ public:
+  explicit Renderer(const Manifest& manifest) : manifest_(manifest) {}
+
+  Expected<std::vector<GeneratedFile>> render() {
+    if (auto status = collect_cubins(); !status.ok()) return std::move(status).error();
+    mstch::map context = {
+        {"manifest_path", comment_text(manifest_.path.generic_string())},
+        {"library", manifest_.library},
+        {"library_literal", c_string_literal(manifest_.library)},
+        {"guard", guard()},
+    };
+    std::vector<mstch::map> kernels;
+    for (const Kernel& kernel : manifest_.kernels) kernels.push_back(kernel_context(kernel));
+    context["kernels"] = as_list(std::move(kernels));
+    std::vector<mstch::map> cubins;
+    for (std::size_t i = 0; i < cubins_.size(); ++i) {
+      cubins.push_back(mstch::map{
+          {"index", number(i)},
+          {"size", number(cubins_[i].bytes.size())},
+          {"sha256", cubins_[i].sha256},
+          {"source", comment_text(cubins_[i].source)},
+          {"literal", detail::bytes_literal(cubins_[i].bytes, "    ")},
+      });
+    }
+    context["cubins"] = as_list(std::move(cubins));
+
+    const std::string& lib = manifest_.library;
+    const std::pair<std::string, std::string_view> files[] = {
+        {lib + ".h", "library.h.mustache"},
+        {lib + "_c.h", "library_c.h.mustache"},
+        {lib + ".cpp", "library.cpp.mustache"},
+        {lib + "_cubins.cpp", "library_cubins.cpp.mustache"},
+        {"CMakeLists.txt", "CMakeLists.txt.mustache"},
+    };
+    std::vector<GeneratedFile> rendered;
+    for (const auto& [name, template_name] : files) {
+      Expected<std::string> text = render_template(template_name, context);
+      if (!text.ok()) return std::move(text).error();
+      rendered.push_back(GeneratedFile{name, std::move(text).value()});
+    }
+    return rendered;
+  }
+
+ private:
+  static Expected<std::string> render_template(std::string_view name, const mstch::map& context) {
+    const auto templates = detail::embedded_templates();
+    const auto found = std::find_if(templates.begin(), templates.end(),
+                                    [&](const detail::EmbeddedTemplate& entry) { return entry.name == name; });
+    if (found == templates.end()) return Error(fmt::format("internal error: template {} is not embedded", name));
+    try {
+      return mstch::render(std::string(found->text), context);
+    } catch (const std::exception& error) {
+      return Error(fmt::format("internal error rendering template {}: {}", name, error.what()));
+    }
+  }
+
+  std::string guard() const {
+    std::string guard = manifest_.library + "_C_H_";
+    std::transform(guard.begin(), guard.end(), guard.begin(),
+                   [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; });
+    return guard;
+  }
+
+  Expected<bool> collect_cubins() {
+    for (const Kernel& kernel : manifest_.kernels) {
+      for (const Variant& variant : kernel.variants) {
+        for (const Image& image : variant.images) {
+          if (cubin_index_.count(image.cubin_sha256) != 0) continue;
+          Expected<FileContent> content = read_file_with_sha256(image.cubin_path);
+          if (!content.ok()) return Error("cannot embed cubin: " + content.error().message());
+          if (content->sha256 != image.cubin_sha256) {
+            return Error(fmt::format("cannot embed cubin {}: its sha256 is {} ({} bytes) but {} says {}: the file "
+                                     "changed after the manifest was written",
+                                     image.cubin_path.generic_string(), content->sha256, content->bytes.size(),
+                                     manifest_.path.generic_string(), image.cubin_sha256));
+          }
+          cubin_index_[image.cubin_sha256] = cubins_.size();
+          cubins_.push_back(Cubin{image.cubin_sha256, std::move(content->bytes), image.cubin});
+        }
+      }
+    }
+    return true;
+  }
+
+  mstch::map kernel_context(const Kernel& kernel) {
+    const std::vector<std::size_t> call_args = kernel.call_arguments();
+    const std::vector<std::string> params = parameter_names(kernel, call_args);
+    const bool has_call_args = !call_args.empty();
+    const bool has_fields = !kernel.config.empty();
+
+    std::vector<mstch::map> arg_items;
+    for (std::size_t i = 0; i < call_args.size(); ++i) {
+      const Arg& arg = kernel.args[call_args[i]];
+      std::vector<std::string> types;
+      for (DType dtype : arg.types) types.emplace_back(dtype_enumerator(dtype));
+      const std::string c_arg =
+          arg.kind == ArgKind::pointer
+              ? fmt::format("taot::arg(taot::Ptr({0}.address, static_cast<taot::DType>({0}.dtype)))", params[i])
+              : fmt::format("taot::arg({})", params[i]);
+      arg_items.push_back(mstch::map{
+          {"index", number(i)},
+          {"arg_name", arg.name},
+          {"name_literal", c_string_literal(arg.name)},
+          {"param", params[i]},
+          {"description", arg_description(arg)},
+          {"cpp_type", cpp_type(arg)},
+          {"c_type", c_type(arg)},
+          {"c_arg", c_arg},
+          {"kind", table_kind(arg.kind)},
+          {"types", value_list(types)},
+          {"type_count", number(arg.types.size())},
+      });
+    }
+
+    std::vector<mstch::map> field_items;
+    for (std::size_t i = 0; i < kernel.config.size(); ++i) {
+      const ConfigField& field = kernel.config[i];
+      std::vector<std::string> values;
+      std::string values_text;
+      for (std::size_t v = 0; v < field.values.size(); ++v) {
+        values.push_back(table_value(field.values[v]));
+        if (v > 0) values_text += ", ";
+        values_text += v == field.default_index ? fmt::format("[{}]", doc_value(field.values[v]))
+                                                : doc_value(field.values[v]);
+      }
+      const bool is_float = field.kind == FieldKind::float_value;
+      const std::string array = fmt::format("field_{}_values", i);
+      field_items.push_back(mstch::map{
+          {"index", number(i)},
+          {"field_name", field.name},
+          {"member", detail::cpp_member_name(field.name)},
+          {"field_label", detail::cpp_member_name(field.name) == field.name
+                              ? field.name
+                              : fmt::format("{} (member {})", field.name, detail::cpp_member_name(field.name))},
+          {"name_literal", c_string_literal(field.name)},
+          {"cpp_type", field_cpp_type(field.kind)},
+          {"kind", field_kind(field.kind)},
+          {"value_type", std::string(is_float ? "double" : "std::int64_t")},
+          {"values", value_list(values)},
+          {"values_text", comment_text(values_text)},
+          {"int_values", is_float ? std::string("nullptr") : array},
+          {"float_values", is_float ? array : std::string("nullptr")},
+          {"value_count", number(field.values.size())},
+          {"default_index", number(field.default_index)},
+      });
+    }
+
+    std::vector<mstch::map> variant_items;
+    for (std::size_t i = 0; i < kernel.variants.size(); ++i) variant_items.push_back(variant_context(kernel.variants[i], i));
+
+    std::vector<std::string> targets;
+    for (const std::string& target : manifest_.targets) {
+      const bool used = std::any_of(kernel.variants.begin(), kernel.variants.end(), [&](const Variant& variant) {
+        return std::any_of(variant.images.begin(), variant.images.end(),
+                           [&](const Image& image) { return image.target == target; });
+      });
+      if (used) targets.push_back(target);
+    }
+    std::string targets_text;
+    for (const std::string& target : targets) targets_text += (targets_text.empty() ? "" : ", ") + target;
+
+    return mstch::map{
+        {"name", kernel.name},
+        {"rule", rule(kernel.name)},
+        {"name_literal", c_string_literal(kernel.name)},
+        {"function", comment_text(kernel.function)},
+        {"source", comment_text(kernel.source)},
+        {"grid_x", comment_text(kernel.grid_text[0])},
+        {"grid_y", comment_text(kernel.grid_text[1])},
+        {"grid_z", comment_text(kernel.grid_text[2])},
+        {"grid_x_literal", c_string_literal(kernel.grid_text[0])},
+        {"grid_y_literal", c_string_literal(kernel.grid_text[1])},
+        {"grid_z_literal", c_string_literal(kernel.grid_text[2])},
+        {"targets", comment_text(targets_text)},
+        {"variant_count", number(kernel.variants.size())},
+        {"variants_text", fmt::format("{} compiled variant{}", kernel.variants.size(), kernel.variants.size() == 1 ? "" : "s")},
+        {"last_variant", number(kernel.variants.size() - 1)},
+        {"call_args", as_list(std::move(arg_items))},
+        {"has_call_args", has_call_args},
+        {"args_ref", std::string(has_call_args ? "args" : "nullptr")},
+        {"arg_count", number(call_args.size())},
+        {"fields", as_list(std::move(field_items))},
+        {"has_fields", has_fields},
+        {"fields_ref", std::string(has_fields ? "fields" : "nullptr")},
+        {"field_count", number(kernel.config.size())},
+        {"variants", as_list(std::move(variant_items))},
+    };
+  }
+
+  mstch::map variant_context(const Variant& variant, std::size_t index) {
+    const std::string prefix = fmt::format("variant_{}_", index);
+    std::vector<mstch::map> specialization;
+    for (const ArgSpecialization& spec : variant.specialization) {
+      specialization.push_back(mstch::map{{"type", std::string(dtype_enumerator(spec.type))}, {"hint", number(spec.hint)}});
+    }
+    std::vector<std::string> config;
+    for (std::size_t value_index : variant.config) config.push_back(number(value_index));
+    std::vector<std::string> params;
+    for (std::size_t param : variant.params) params.push_back(number(param));
+
+    static constexpr const char* kAxes[3] = {"x", "y", "z"};
+    std::vector<mstch::map> grid;
+    for (std::size_t d = 0; d < 3; ++d) {
+      std::vector<mstch::map> code;
+      for (const GridInstr& instr : variant.grid[d]) {
+        code.push_back(mstch::map{
+            {"op", grid_op(instr.op)},
+            {"arg", number(instr.op == GridOp::arg ? instr.arg : 0)},
+            {"value", detail::int64_literal(instr.op == GridOp::literal ? instr.value : 0)},
+        });
+      }
+      grid.push_back(mstch::map{
+          {"axis", std::string(kAxes[d])},
+          {"code", as_list(std::move(code))},
+          {"length", number(variant.grid[d].size())},
+      });
+    }
+
+    std::vector<mstch::map> images;
+    for (const Image& image : variant.images) {
+      const std::size_t cubin = cubin_index_.at(image.cubin_sha256);
+      images.push_back(mstch::map{
+          {"target", c_string_literal(image.target)},
+          {"arch", number(image.arch)},
+          {"arch_specific", boolean(image.arch_specific)},
+          {"cubin_index", number(cubin)},
+          {"cubin_size", number(cubins_[cubin].bytes.size())},
+          {"function_name", c_string_literal(image.function_name)},
+          {"shared", number(image.shared)},
+          {"num_warps", number(image.num_warps)},
+          {"num_ctas", number(image.num_ctas)},
+          {"cluster_x", number(image.cluster_dims[0])},
+          {"cluster_y", number(image.cluster_dims[1])},
+          {"cluster_z", number(image.cluster_dims[2])},
+          {"global_scratch_size", detail::uint64_literal(image.global_scratch_size)},
+          {"global_scratch_align", number(image.global_scratch_align)},
+          {"profile_scratch_size", detail::uint64_literal(image.profile_scratch_size)},
+          {"profile_scratch_align", number(image.profile_scratch_align)},
+          {"cooperative", boolean(image.launch_cooperative_grid)},
+          {"pdl", boolean(image.launch_pdl)},
+      });
+    }
+
+    const bool has_specialization = !variant.specialization.empty();
+    const bool has_config = !variant.config.empty();
+    const bool has_params = !variant.params.empty();
+    return mstch::map{
+        {"index", number(index)},
+        {"id", comment_text(variant.id)},
+        {"id_literal", c_string_literal(variant.id)},
+        {"has_specialization", has_specialization},
+        {"specialization", as_list(std::move(specialization))},
+        {"specialization_ref", has_specialization ? prefix + "specialization" : std::string("nullptr")},
+        {"has_config", has_config},
+        {"config", value_list(config)},
+        {"config_ref", has_config ? prefix + "config" : std::string("nullptr")},
+        {"has_params", has_params},
+        {"params", value_list(params)},
+        {"params_ref", has_params ? prefix + "params" : std::string("nullptr")},
+        {"param_count", number(variant.params.size())},
+        {"grid", as_list(std::move(grid))},
+        {"images", as_list(std::move(images))},
+        {"image_count", number(variant.images.size())},
+    };
+  }
+
+  const Manifest& manifest_;
+  std::vector<Cubin> cubins_;
+  std::map<std::string, std::size_t> cubin_index_;  // sha256 -> index into cubins_
+};
+
+}  // namespace
+
+Expected<std::vector<GeneratedFile>> render_library(const Manifest& manifest) {
+  try {
+    return Renderer(manifest).render();
+  } catch (const std::exception& error) {  // allocation failure or a bug; never leaves the library
+    return Error(fmt::format("internal error generating {}: {}", manifest.library, error.what()));
+  }
+}
+
+std::vector<std::filesystem::path> GenerateResult::changed() const {
+  std::vector<std::filesystem::path> paths;
+  for (const FileStatus& file : files) {
+    if (file.changed) paths.push_back(file.path);
+  }
+  return paths;
+}
+
+Expected<GenerateResult> generate(const Manifest& manifest, const GenerateOptions& options) {
+  Expected<std::vector<GeneratedFile>> files = render_library(manifest);
+  if (!files.ok()) return std::move(files).error();
+  std::error_code error;
+  std::filesystem::create_directories(options.output_dir, error);
+  if (error) {
+    return Error(fmt::format("{}: cannot create the output folder: {}", options.output_dir.generic_string(),
+                             error.message()));
+  }
+  GenerateResult result;
+  for (const GeneratedFile& file : *files) {
+    const std::filesystem::path path = options.output_dir / file.name;
+    Expected<bool> changed = write_if_changed(path, file.content);
+    if (!changed.ok()) return std::move(changed).error();
+    result.files.push_back(FileStatus{path, *changed});
+  }
+  return result;
+}
+
+}  // namespace taot::codegen

@@ -1,0 +1,851 @@
+// Reads manifest.json into the typed model of manifest.h, checking every rule the generator and
+// the runtime's tables rely on. The first problem found is returned as an Error naming the
+// manifest file and the JSON path.
+#include "taot/codegen/manifest.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
+
+#include "names.h"
+#include "taot/codegen/sha256.h"
+
+namespace taot::codegen {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::uint64_t kMaxU16 = std::numeric_limits<std::uint16_t>::max();
+constexpr std::uint64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint64_t kMaxI64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+
+struct DTypeNames {
+  DType dtype;
+  std::string_view name;
+  std::string_view enumerator;
+};
+constexpr DTypeNames kDTypes[] = {
+    {DType::i1, "i1", "TAOT_DTYPE_I1"},
+    {DType::i8, "i8", "TAOT_DTYPE_I8"},
+    {DType::i16, "i16", "TAOT_DTYPE_I16"},
+    {DType::i32, "i32", "TAOT_DTYPE_I32"},
+    {DType::i64, "i64", "TAOT_DTYPE_I64"},
+    {DType::u8, "u8", "TAOT_DTYPE_U8"},
+    {DType::u16, "u16", "TAOT_DTYPE_U16"},
+    {DType::u32, "u32", "TAOT_DTYPE_U32"},
+    {DType::u64, "u64", "TAOT_DTYPE_U64"},
+    {DType::fp8e4nv, "fp8e4nv", "TAOT_DTYPE_FP8E4NV"},
+    {DType::fp8e5, "fp8e5", "TAOT_DTYPE_FP8E5"},
+    {DType::fp16, "fp16", "TAOT_DTYPE_FP16"},
+    {DType::bf16, "bf16", "TAOT_DTYPE_BF16"},
+    {DType::fp32, "fp32", "TAOT_DTYPE_FP32"},
+    {DType::fp64, "fp64", "TAOT_DTYPE_FP64"},
+};
+
+// A short description of a JSON value for "expected X, got Y" messages.
+std::string describe(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return value.get<bool>() ? "true" : "false";
+    case json::value_t::string: {
+      const auto& text = value.get_ref<const std::string&>();
+      return text.size() <= 60 ? value.dump() : json(text.substr(0, 57) + "...").dump();
+    }
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: return value.dump();
+    default: return "an unreadable value";
+  }
+}
+
+std::string join_names(const std::vector<DType>& dtypes) {
+  std::string text;
+  for (DType dtype : dtypes) {
+    if (!text.empty()) text += ", ";
+    text += dtype_name(dtype);
+  }
+  return text;
+}
+
+std::string_view kind_name(ArgKind kind) {
+  switch (kind) {
+    case ArgKind::pointer: return "pointer";
+    case ArgKind::int_scalar: return "int";
+    case ArgKind::float_scalar: return "float";
+    case ArgKind::bool_scalar: return "bool";
+    case ArgKind::constexpr_value: return "constexpr";
+  }
+  return "?";
+}
+
+std::string describe_value(const ConfigValue& value) {
+  if (const auto* integer = std::get_if<std::int64_t>(&value)) return std::to_string(*integer);
+  if (const auto* real = std::get_if<double>(&value)) return fmt::format("{}", *real);
+  if (const auto* flag = std::get_if<bool>(&value)) return *flag ? "true" : "false";
+  return std::string(dtype_name(std::get<DType>(value)));
+}
+
+std::string child(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+std::string child(const std::string& path, std::size_t index) { return fmt::format("{}[{}]", path, index); }
+
+// Reads typed values out of the JSON tree. The first failure is kept; after it every accessor
+// returns a harmless default, so callers check failed() once at the end of a unit of work.
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  bool failed() const noexcept { return error_.has_value(); }
+  Error error() const { return Error(*error_); }
+
+  void fail(const std::string& path, const std::string& problem) {
+    if (!error_) error_ = path.empty() ? fmt::format("{}: {}", file_, problem) : fmt::format("{}: {}: {}", file_, path, problem);
+  }
+
+  // The member `key` of `object` (which must be an object), or null after recording "missing".
+  const json* member(const json* object, std::string_view key, const std::string& path) {
+    if (object == nullptr || failed()) return nullptr;
+    auto found = object->find(key);
+    if (found == object->end()) {
+      fail(child(path, key), "missing");
+      return nullptr;
+    }
+    return &*found;
+  }
+
+  const json* object_value(const json* value, const std::string& path) {
+    if (value == nullptr || failed()) return nullptr;
+    if (!value->is_object()) {
+      fail(path, "expected an object, got " + describe(*value));
+      return nullptr;
+    }
+    return value;
+  }
+
+  // An array of `min_size` to `max_size` elements.
+  const json* array_value(const json* value, const std::string& path, std::size_t min_size = 0,
+                          std::uint64_t max_size = kMaxU16) {
+    if (value == nullptr || failed()) return nullptr;
+    if (!value->is_array()) {
+      fail(path, "expected an array, got " + describe(*value));
+      return nullptr;
+    }
+    if (value->size() < min_size) {
+      fail(path, min_size == 1 ? "expected at least one entry, got none"
+                               : fmt::format("expected at least {} entries, got {}", min_size, value->size()));
+      return nullptr;
+    }
+    if (value->size() > max_size) {
+      fail(path, fmt::format("{} entries are more than the runtime's tables hold ({})", value->size(), max_size));
+      return nullptr;
+    }
+    return value;
+  }
+
+  std::string string_value(const json* value, const std::string& path) {
+    if (value == nullptr || failed()) return {};
+    if (!value->is_string()) {
+      fail(path, "expected a string, got " + describe(*value));
+      return {};
+    }
+    return value->get<std::string>();
+  }
+
+  std::uint64_t unsigned_value(const json* value, const std::string& path, std::uint64_t max) {
+    if (value == nullptr || failed()) return 0;
+    if (!value->is_number_unsigned() && !(value->is_number_integer() && value->get<std::int64_t>() >= 0)) {
+      fail(path, "expected an unsigned integer, got " + describe(*value));
+      return 0;
+    }
+    const auto number = value->get<std::uint64_t>();
+    if (number > max) {
+      fail(path, fmt::format("expected an unsigned integer of at most {}, got {}", max, number));
+      return 0;
+    }
+    return number;
+  }
+
+  std::int64_t integer_value(const json* value, const std::string& path) {
+    if (value == nullptr || failed()) return 0;
+    if (!value->is_number_integer()) {
+      fail(path, "expected an integer, got " + describe(*value));
+      return 0;
+    }
+    if (value->is_number_unsigned() && value->get<std::uint64_t>() > kMaxI64) {
+      fail(path, fmt::format("{} is out of range for a 64-bit signed integer", value->get<std::uint64_t>()));
+      return 0;
+    }
+    return value->get<std::int64_t>();
+  }
+
+  bool bool_value(const json* value, const std::string& path) {
+    if (value == nullptr || failed()) return false;
+    if (!value->is_boolean()) {
+      fail(path, "expected true or false, got " + describe(*value));
+      return false;
+    }
+    return value->get<bool>();
+  }
+
+  DType dtype_value(const json* value, const std::string& path) {
+    const std::string name = string_value(value, path);
+    if (failed()) return DType::i32;
+    const auto dtype = dtype_from_name(name);
+    if (!dtype) {
+      fail(path, fmt::format("unknown dtype \"{}\" (known: i1, i8, i16, i32, i64, u8, u16, u32, u64, fp8e4nv, "
+                             "fp8e5, fp16, bf16, fp32, fp64)",
+                             name));
+      return DType::i32;
+    }
+    return *dtype;
+  }
+
+  // Shorthands reading member `key` of `object`.
+  std::string get_string(const json* object, std::string_view key, const std::string& path) {
+    return string_value(member(object, key, path), child(path, key));
+  }
+  std::uint64_t get_unsigned(const json* object, std::string_view key, const std::string& path, std::uint64_t max) {
+    return unsigned_value(member(object, key, path), child(path, key), max);
+  }
+  bool get_bool(const json* object, std::string_view key, const std::string& path) {
+    return bool_value(member(object, key, path), child(path, key));
+  }
+  const json* get_array(const json* object, std::string_view key, const std::string& path, std::size_t min_size = 0,
+                        std::uint64_t max_size = kMaxU16) {
+    return array_value(member(object, key, path), child(path, key), min_size, max_size);
+  }
+  const json* get_object(const json* object, std::string_view key, const std::string& path) {
+    return object_value(member(object, key, path), child(path, key));
+  }
+
+ private:
+  std::string file_;
+  std::optional<std::string> error_;
+};
+
+// Names the generated code defines for each kernel, to find clashes between kernels: C++ names
+// in the library's namespace and C functions at global scope, kept apart by a tag that also
+// reads well in the error message.
+std::vector<std::string> generated_names(const std::string& library, const std::string& kernel) {
+  return {"C++ name " + kernel,
+          "C++ name " + kernel + "_config",
+          "C++ name " + kernel + "_variant",
+          "C++ name " + kernel + "_variants",
+          "C++ name " + kernel + "_kernel",
+          "C function " + library + "_" + kernel,
+          "C function " + library + "_" + kernel + "_handle"};
+}
+
+// Names a kernel may not take: the library's own functions and namespaces, and names the
+// generated code uses unqualified inside the library's namespace.
+bool is_reserved_kernel_name(std::string_view name) {
+  static const std::set<std::string_view> names = {"preload", "unload", "detail", "std", "taot", "CUstream"};
+  return names.count(name) != 0;
+}
+
+class ManifestParser {
+ public:
+  ManifestParser(const std::filesystem::path& path, const ReadOptions& options)
+      : reader_(path.generic_string()), options_(options) {
+    manifest_.path = path;
+    manifest_.directory = path.parent_path();
+  }
+
+  Expected<Manifest> parse(std::string_view text) {
+    json root;
+    try {
+      root = json::parse(text.begin(), text.end());
+    } catch (const json::exception& error) {
+      reader_.fail("", fmt::format("not valid JSON: {}", error.what()));
+      return reader_.error();
+    }
+    if (!root.is_object()) {
+      reader_.fail("", "expected a JSON object at the top, got " + describe(root));
+      return reader_.error();
+    }
+    if (!check_schema(root)) return reader_.error();
+    read_top(root);
+    if (reader_.failed()) return reader_.error();
+    return std::move(manifest_);
+  }
+
+ private:
+  bool check_schema(const json& root) {
+    const auto schema = root.find("schema");
+    const auto version = root.find("schema_version");
+    const bool schema_ok = schema != root.end() && schema->is_string() && *schema == kManifestSchema;
+    const bool version_ok = version != root.end() && version->is_number_integer() && *version == kManifestSchemaVersion;
+    if (schema_ok && version_ok) return true;
+    reader_.fail("", fmt::format("schema {} version {} is not supported; this taot reads schema \"{}\" version {}",
+                                 schema == root.end() ? "(missing)" : describe(*schema),
+                                 version == root.end() ? "(missing)" : describe(*version), kManifestSchema,
+                                 kManifestSchemaVersion));
+    return false;
+  }
+
+  void read_top(const json& root) {
+    const json* top = &root;
+    manifest_.triton_version = reader_.get_string(top, "triton_version", "");
+    manifest_.library = reader_.get_string(top, "library", "");
+    if (!reader_.failed()) check_library_name(manifest_.library);
+    manifest_.spec = reader_.get_string(top, "spec", "");
+    if (const json* targets = reader_.get_array(top, "targets", "", 1)) {
+      for (std::size_t i = 0; i < targets->size() && !reader_.failed(); ++i) {
+        std::string target = reader_.string_value(&(*targets)[i], child("targets", i));
+        if (reader_.failed()) break;
+        if (target.empty()) reader_.fail(child("targets", i), "expected a target name, got \"\"");
+        if (std::find(manifest_.targets.begin(), manifest_.targets.end(), target) != manifest_.targets.end()) {
+          reader_.fail(child("targets", i), fmt::format("\"{}\" is listed twice", target));
+        }
+        manifest_.targets.push_back(std::move(target));
+      }
+    }
+    const json* kernels = reader_.get_array(top, "kernels", "", 1);
+    for (std::size_t i = 0; kernels != nullptr && i < kernels->size() && !reader_.failed(); ++i) {
+      read_kernel((*kernels)[i], child("kernels", i));
+    }
+  }
+
+  void check_library_name(const std::string& name) {
+    if (!detail::is_identifier(name)) {
+      reader_.fail("library", fmt::format("\"{}\" is not a C/C++ identifier ([A-Za-z_][A-Za-z0-9_]*)", name));
+    } else if (detail::is_reserved_word(name)) {
+      reader_.fail("library", fmt::format("\"{}\" is a C or C++ keyword", name));
+    } else if (name == "std" || name == "taot" || name.rfind("taot_", 0) == 0 || name[0] == '_') {
+      reader_.fail("library", fmt::format("\"{}\" is reserved (std, taot, taot_* and names starting with _ are "
+                                          "taken by the C++ library, the taot runtime or the compiler)",
+                                          name));
+    }
+  }
+
+  void check_kernel_name(const std::string& name, const std::string& path, std::size_t index) {
+    if (!detail::is_identifier(name)) {
+      reader_.fail(path, fmt::format("\"{}\" is not a C/C++ identifier ([A-Za-z_][A-Za-z0-9_]*)", name));
+      return;
+    }
+    if (detail::is_reserved_word(name)) {
+      reader_.fail(path, fmt::format("\"{}\" is a C or C++ keyword", name));
+      return;
+    }
+    if (is_reserved_kernel_name(name)) {
+      reader_.fail(path, fmt::format("\"{}\" is reserved in a generated library (preload, unload, detail, std, taot "
+                                     "and CUstream are)",
+                                     name));
+      return;
+    }
+    for (const std::string& generated : generated_names(manifest_.library, name)) {
+      auto [owner, inserted] = generated_owner_.emplace(generated, index);
+      if (!inserted) {
+        const std::size_t other = owner->second;
+        reader_.fail(path, other == index
+                               ? fmt::format("\"{}\" is the name of another kernel (kernels[{}])", name, other)
+                               : fmt::format("kernel \"{}\" would define {}, which kernel \"{}\" (kernels[{}]) also "
+                                             "defines",
+                                             name, generated, manifest_.kernels[other].name, other));
+        return;
+      }
+    }
+  }
+
+  void read_kernel(const json& value, const std::string& path) {
+    const json* object = reader_.object_value(&value, path);
+    Kernel kernel;
+    kernel.name = reader_.get_string(object, "name", path);
+    if (!reader_.failed()) {
+      for (const Kernel& other : manifest_.kernels) {
+        if (other.name == kernel.name) {
+          reader_.fail(child(path, "name"), fmt::format("\"{}\" is the name of another kernel", kernel.name));
+        }
+      }
+      check_kernel_name(kernel.name, child(path, "name"), manifest_.kernels.size());
+    }
+    kernel.function = reader_.get_string(object, "function", path);
+    if (!reader_.failed() && kernel.function.empty()) reader_.fail(child(path, "function"), "expected a function name");
+    kernel.source = reader_.get_string(object, "source", path);
+    kernel.source_hash = reader_.get_string(object, "source_hash", path);
+    if (const json* grid = reader_.get_array(object, "grid", path, 3, 3)) {
+      for (std::size_t d = 0; d < 3; ++d) kernel.grid_text[d] = reader_.string_value(&(*grid)[d], child(child(path, "grid"), d));
+    }
+    read_args(kernel, reader_.get_array(object, "args", path), child(path, "args"));
+    read_config_fields(kernel, reader_.get_array(object, "config", path), child(path, "config"));
+    const json* variants = reader_.get_array(object, "variants", path, 1, kMaxU32);
+    std::set<std::string> ids;
+    for (std::size_t i = 0; variants != nullptr && i < variants->size() && !reader_.failed(); ++i) {
+      const std::string variant_path = child(child(path, "variants"), i);
+      kernel.variants.push_back(read_variant(kernel, (*variants)[i], variant_path));
+      if (!reader_.failed() && !ids.insert(kernel.variants.back().id).second) {
+        reader_.fail(child(variant_path, "id"),
+                     fmt::format("\"{}\" is the id of another variant of this kernel", kernel.variants.back().id));
+      }
+    }
+    manifest_.kernels.push_back(std::move(kernel));
+  }
+
+  void read_args(Kernel& kernel, const json* args, const std::string& path) {
+    std::size_t call_count = 0;
+    for (std::size_t i = 0; args != nullptr && i < args->size() && !reader_.failed(); ++i) {
+      const std::string arg_path = child(path, i);
+      const json* object = reader_.object_value(&(*args)[i], arg_path);
+      Arg arg;
+      arg.name = reader_.get_string(object, "name", arg_path);
+      if (reader_.failed()) return;
+      if (!detail::is_identifier(arg.name)) {
+        reader_.fail(child(arg_path, "name"), fmt::format("\"{}\" is not a C/C++ identifier", arg.name));
+        return;
+      }
+      for (const Arg& other : kernel.args) {
+        if (other.name == arg.name) {
+          reader_.fail(child(arg_path, "name"), fmt::format("\"{}\" is the name of another argument", arg.name));
+          return;
+        }
+      }
+      const std::string kind = reader_.get_string(object, "kind", arg_path);
+      if (reader_.failed()) return;
+      if (kind == "pointer") {
+        arg.kind = ArgKind::pointer;
+        arg.types = read_dtype_list(reader_.get_array(object, "dtypes", arg_path, 1), child(arg_path, "dtypes"), {});
+      } else if (kind == "int") {
+        arg.kind = ArgKind::int_scalar;
+        arg.types = read_dtype_list(reader_.get_array(object, "types", arg_path, 1), child(arg_path, "types"),
+                                    {DType::i32, DType::i64});
+      } else if (kind == "float") {
+        arg.kind = ArgKind::float_scalar;
+        arg.types = read_dtype_list(reader_.get_array(object, "types", arg_path, 1, 1), child(arg_path, "types"),
+                                    {DType::fp32, DType::fp64});
+      } else if (kind == "bool") {
+        arg.kind = ArgKind::bool_scalar;
+        arg.types = {DType::i1};
+      } else if (kind == "constexpr") {
+        arg.kind = ArgKind::constexpr_value;
+      } else {
+        reader_.fail(child(arg_path, "kind"),
+                     fmt::format("unknown argument kind \"{}\" (expected pointer, int, float, bool or constexpr)", kind));
+        return;
+      }
+      if (arg.is_call_argument() && ++call_count > kMaxU16) {
+        reader_.fail(path, fmt::format("more than {} call arguments", kMaxU16));
+      }
+      kernel.args.push_back(std::move(arg));
+    }
+  }
+
+  // Distinct dtype names; each must be in `allowed` unless it is empty.
+  std::vector<DType> read_dtype_list(const json* list, const std::string& path, const std::vector<DType>& allowed) {
+    std::vector<DType> dtypes;
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      const DType dtype = reader_.dtype_value(&(*list)[i], child(path, i));
+      if (reader_.failed()) break;
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), dtype) == allowed.end()) {
+        reader_.fail(child(path, i), fmt::format("expected one of {}, got \"{}\"", join_names(allowed), dtype_name(dtype)));
+      } else if (std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end()) {
+        reader_.fail(child(path, i), fmt::format("\"{}\" is listed twice", dtype_name(dtype)));
+      }
+      dtypes.push_back(dtype);
+    }
+    return dtypes;
+  }
+
+  ConfigValue read_config_value(const json* value, FieldKind kind, const std::string& path) {
+    if (value == nullptr || reader_.failed()) return std::int64_t{0};
+    switch (kind) {
+      case FieldKind::int_value: return reader_.integer_value(value, path);
+      case FieldKind::float_value:
+        if (!value->is_number()) {
+          reader_.fail(path, "expected a number, got " + describe(*value));
+          return 0.0;
+        }
+        return value->get<double>();
+      case FieldKind::bool_value: return reader_.bool_value(value, path);
+      case FieldKind::dtype_value: return reader_.dtype_value(value, path);
+    }
+    return std::int64_t{0};
+  }
+
+  void read_config_fields(Kernel& kernel, const json* fields, const std::string& path) {
+    std::map<std::string, std::string> members;  // C++ member name -> field name
+    for (std::size_t i = 0; fields != nullptr && i < fields->size() && !reader_.failed(); ++i) {
+      const std::string field_path = child(path, i);
+      const json* object = reader_.object_value(&(*fields)[i], field_path);
+      ConfigField field;
+      field.name = reader_.get_string(object, "name", field_path);
+      if (reader_.failed()) return;
+      if (!detail::is_identifier(field.name)) {
+        reader_.fail(child(field_path, "name"), fmt::format("\"{}\" is not a C/C++ identifier", field.name));
+        return;
+      }
+      const std::string member = detail::cpp_member_name(field.name);
+      if (const auto [other, inserted] = members.emplace(member, field.name); !inserted) {
+        reader_.fail(child(field_path, "name"),
+                     other->second == field.name
+                         ? fmt::format("\"{}\" is the name of another config field", field.name)
+                         : fmt::format("config fields \"{}\" and \"{}\" would both be the C++ member {} (names "
+                                       "that are keywords get a trailing underscore)",
+                                       other->second, field.name, member));
+        return;
+      }
+      const std::string kind = reader_.get_string(object, "kind", field_path);
+      if (kind == "int") {
+        field.kind = FieldKind::int_value;
+      } else if (kind == "float") {
+        field.kind = FieldKind::float_value;
+      } else if (kind == "bool") {
+        field.kind = FieldKind::bool_value;
+      } else if (kind == "dtype") {
+        field.kind = FieldKind::dtype_value;
+      } else if (!reader_.failed()) {
+        reader_.fail(child(field_path, "kind"),
+                     fmt::format("unknown config kind \"{}\" (expected int, float, bool or dtype)", kind));
+      }
+      const json* values = reader_.get_array(object, "values", field_path, 1);
+      for (std::size_t v = 0; values != nullptr && v < values->size() && !reader_.failed(); ++v) {
+        const std::string value_path = child(child(field_path, "values"), v);
+        ConfigValue value = read_config_value(&(*values)[v], field.kind, value_path);
+        if (reader_.failed()) break;
+        if (std::find(field.values.begin(), field.values.end(), value) != field.values.end()) {
+          reader_.fail(value_path, fmt::format("{} is listed twice", describe_value(value)));
+        }
+        field.values.push_back(std::move(value));
+      }
+      const ConfigValue default_value =
+          read_config_value(reader_.member(object, "default", field_path), field.kind, child(field_path, "default"));
+      if (reader_.failed()) return;
+      const auto found = std::find(field.values.begin(), field.values.end(), default_value);
+      if (found == field.values.end()) {
+        reader_.fail(child(field_path, "default"),
+                     fmt::format("{} is not one of the field's values", describe_value(default_value)));
+        return;
+      }
+      field.default_index = static_cast<std::size_t>(found - field.values.begin());
+      kernel.config.push_back(std::move(field));
+    }
+  }
+
+  Variant read_variant(const Kernel& kernel, const json& value, const std::string& path) {
+    Variant variant;
+    const json* object = reader_.object_value(&value, path);
+    variant.id = reader_.get_string(object, "id", path);
+    if (!reader_.failed() &&
+        (variant.id.empty() || !std::all_of(variant.id.begin(), variant.id.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+        }))) {
+      reader_.fail(child(path, "id"), fmt::format("\"{}\" is not a variant id ([A-Za-z0-9_]+)", variant.id));
+    }
+    variant.hash = reader_.get_string(object, "hash", path);
+    const std::vector<std::size_t> call_args = kernel.call_arguments();
+    read_specialization(kernel, call_args, variant, reader_.get_array(object, "specialization", path),
+                        child(path, "specialization"));
+    read_variant_config(kernel, variant, reader_.get_object(object, "config", path), child(path, "config"));
+    read_params(kernel, call_args, variant, reader_.get_array(object, "params", path), child(path, "params"));
+    if (const json* grid = reader_.get_array(object, "grid", path, 3, 3)) {
+      for (std::size_t d = 0; d < 3 && !reader_.failed(); ++d) {
+        variant.grid[d] = read_grid_program(kernel, call_args, &(*grid)[d], child(child(path, "grid"), d));
+      }
+    }
+    const json* images = reader_.get_array(object, "images", path, 1);
+    for (std::size_t i = 0; images != nullptr && i < images->size() && !reader_.failed(); ++i) {
+      const std::string image_path = child(child(path, "images"), i);
+      Image image = read_image((*images)[i], image_path);
+      for (const Image& other : variant.images) {
+        if (!reader_.failed() && other.target == image.target) {
+          reader_.fail(child(image_path, "target"), fmt::format("a second image for target \"{}\"", image.target));
+        }
+      }
+      variant.images.push_back(std::move(image));
+    }
+    return variant;
+  }
+
+  void read_specialization(const Kernel& kernel, const std::vector<std::size_t>& call_args, Variant& variant,
+                           const json* list, const std::string& path) {
+    if (list == nullptr || reader_.failed()) return;
+    if (list->size() != call_args.size()) {
+      std::string names;
+      for (std::size_t index : call_args) names += (names.empty() ? "" : ", ") + kernel.args[index].name;
+      reader_.fail(path, fmt::format("expected {} entries, one per call argument ({}), got {}", call_args.size(),
+                                     names.empty() ? "none" : names, list->size()));
+      return;
+    }
+    for (std::size_t i = 0; i < call_args.size() && !reader_.failed(); ++i) {
+      const Arg& arg = kernel.args[call_args[i]];
+      const std::string entry_path = child(path, i);
+      const json* entry = reader_.object_value(&(*list)[i], entry_path);
+      const std::string name = reader_.get_string(entry, "arg", entry_path);
+      if (reader_.failed()) return;
+      if (name != arg.name) {
+        reader_.fail(child(entry_path, "arg"),
+                     fmt::format("expected \"{}\" (call argument {} of {}), got \"{}\"", arg.name, i, kernel.name, name));
+        return;
+      }
+      ArgSpecialization spec;
+      if (arg.kind == ArgKind::pointer) {
+        spec.type = reader_.dtype_value(reader_.member(entry, "dtype", entry_path), child(entry_path, "dtype"));
+        const auto align = reader_.get_unsigned(entry, "align", entry_path, kMaxU32);
+        if (!reader_.failed() && align != 0 && align != 16) {
+          reader_.fail(child(entry_path, "align"), fmt::format("expected 16 or 0 (any), got {}", align));
+        }
+        spec.hint = static_cast<std::uint8_t>(align);
+      } else {
+        spec.type = reader_.dtype_value(reader_.member(entry, "type", entry_path), child(entry_path, "type"));
+        if (arg.kind == ArgKind::int_scalar) {
+          const auto hint = reader_.get_unsigned(entry, "hint", entry_path, kMaxU32);
+          if (!reader_.failed() && hint != 0 && hint != 1 && hint != 16) {
+            reader_.fail(child(entry_path, "hint"), fmt::format("expected 1 (==1), 16 (%16==0) or 0 (none), got {}", hint));
+          }
+          spec.hint = static_cast<std::uint8_t>(hint);
+        }
+      }
+      const std::string type_key = arg.kind == ArgKind::pointer ? "dtype" : "type";
+      if (!reader_.failed() && std::find(arg.types.begin(), arg.types.end(), spec.type) == arg.types.end()) {
+        reader_.fail(child(entry_path, type_key), fmt::format("\"{}\" is not among the types of {} argument {} ({})",
+                                                              dtype_name(spec.type), kind_name(arg.kind), arg.name,
+                                                              join_names(arg.types)));
+      }
+      variant.specialization.push_back(spec);
+    }
+  }
+
+  void read_variant_config(const Kernel& kernel, Variant& variant, const json* object, const std::string& path) {
+    if (object == nullptr || reader_.failed()) return;
+    for (const ConfigField& field : kernel.config) {
+      const std::string value_path = child(path, field.name);
+      const ConfigValue value = read_config_value(reader_.member(object, field.name, path), field.kind, value_path);
+      if (reader_.failed()) return;
+      const auto found = std::find(field.values.begin(), field.values.end(), value);
+      if (found == field.values.end()) {
+        reader_.fail(value_path, fmt::format("{} is not one of the values of config field {}", describe_value(value),
+                                             field.name));
+        return;
+      }
+      variant.config.push_back(static_cast<std::size_t>(found - field.values.begin()));
+    }
+    for (const auto& item : object->items()) {
+      const std::string& key = item.key();
+      const bool known = std::any_of(kernel.config.begin(), kernel.config.end(),
+                                     [&](const ConfigField& field) { return field.name == key; });
+      if (!known) {
+        reader_.fail(child(path, key), fmt::format("not a config field of kernel {}", kernel.name));
+        return;
+      }
+    }
+  }
+
+  // The call-argument index of argument `name`, or a failure at `path` saying why there is none.
+  std::optional<std::size_t> call_argument_index(const Kernel& kernel, const std::vector<std::size_t>& call_args,
+                                                 const std::string& name, const std::string& path) {
+    for (std::size_t i = 0; i < call_args.size(); ++i) {
+      if (kernel.args[call_args[i]].name == name) return i;
+    }
+    const bool is_constexpr = std::any_of(kernel.args.begin(), kernel.args.end(),
+                                          [&](const Arg& arg) { return arg.name == name; });
+    reader_.fail(path, is_constexpr
+                           ? fmt::format("\"{}\" is a constexpr argument, not a call argument", name)
+                           : fmt::format("\"{}\" is not an argument of kernel {}", name, kernel.name));
+    return std::nullopt;
+  }
+
+  void read_params(const Kernel& kernel, const std::vector<std::size_t>& call_args, Variant& variant,
+                   const json* list, const std::string& path) {
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      const std::string name = reader_.string_value(&(*list)[i], child(path, i));
+      if (reader_.failed()) return;
+      if (const auto index = call_argument_index(kernel, call_args, name, child(path, i))) {
+        variant.params.push_back(*index);
+      }
+    }
+  }
+
+  GridProgram read_grid_program(const Kernel& kernel, const std::vector<std::size_t>& call_args, const json* value,
+                                const std::string& path) {
+    static const std::unordered_map<std::string, std::pair<GridOp, int>> kOps = {
+        {"lit", {GridOp::literal, 0}}, {"arg", {GridOp::arg, 0}}, {"add", {GridOp::add, 2}},
+        {"sub", {GridOp::sub, 2}},     {"mul", {GridOp::mul, 2}}, {"div", {GridOp::div, 2}},
+        {"mod", {GridOp::mod, 2}},     {"cdiv", {GridOp::cdiv, 2}}, {"min", {GridOp::min, 2}},
+        {"max", {GridOp::max, 2}},     {"neg", {GridOp::neg, 1}},
+    };
+    GridProgram program;
+    const json* list = reader_.array_value(value, path);
+    std::size_t depth = 0;
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      const std::string instr_path = child(path, i);
+      const json* object = reader_.object_value(&(*list)[i], instr_path);
+      const std::string op = reader_.get_string(object, "op", instr_path);
+      if (reader_.failed()) break;
+      const auto found = kOps.find(op);
+      if (found == kOps.end()) {
+        reader_.fail(child(instr_path, "op"), fmt::format("unknown grid op \"{}\" (expected lit, arg, add, sub, mul, "
+                                                          "div, mod, cdiv, min, max or neg)",
+                                                          op));
+        break;
+      }
+      GridInstr instr;
+      instr.op = found->second.first;
+      const auto operands = static_cast<std::size_t>(found->second.second);
+      if (depth < operands) {
+        reader_.fail(instr_path, fmt::format("{} needs {} operand(s), the program has {} at that point", op, operands, depth));
+        break;
+      }
+      if (instr.op == GridOp::literal) {
+        instr.value = reader_.integer_value(reader_.member(object, "value", instr_path), child(instr_path, "value"));
+      } else if (instr.op == GridOp::arg) {
+        const std::string name = reader_.get_string(object, "name", instr_path);
+        if (reader_.failed()) break;
+        if (const auto index = call_argument_index(kernel, call_args, name, child(instr_path, "name"))) {
+          const Arg& arg = kernel.args[call_args[*index]];
+          if (arg.kind != ArgKind::int_scalar) {
+            reader_.fail(child(instr_path, "name"), fmt::format("\"{}\" is a {} argument; a grid can only use int call "
+                                                                "arguments",
+                                                                name, kind_name(arg.kind)));
+          }
+          instr.arg = *index;
+        }
+      }
+      depth = depth - operands + 1;
+      program.push_back(instr);
+    }
+    if (!reader_.failed() && depth != 1) {
+      reader_.fail(path, fmt::format("the program leaves {} values; a grid program must leave exactly one", depth));
+    }
+    return program;
+  }
+
+  Image read_image(const json& value, const std::string& path) {
+    Image image;
+    const json* object = reader_.object_value(&value, path);
+    image.target = reader_.get_string(object, "target", path);
+    if (!reader_.failed() &&
+        std::find(manifest_.targets.begin(), manifest_.targets.end(), image.target) == manifest_.targets.end()) {
+      reader_.fail(child(path, "target"), fmt::format("\"{}\" is not one of the manifest's targets", image.target));
+    }
+    image.arch = static_cast<std::uint16_t>(reader_.get_unsigned(object, "arch", path, kMaxU16));
+    image.arch_specific = reader_.get_bool(object, "arch_specific", path);
+    image.dir = reader_.get_string(object, "dir", path);
+    image.cubin = reader_.get_string(object, "cubin", path);
+    image.cubin_sha256 = reader_.get_string(object, "cubin_sha256", path);
+    if (!reader_.failed() && (image.cubin_sha256.size() != 64 ||
+                              !std::all_of(image.cubin_sha256.begin(), image.cubin_sha256.end(), [](char c) {
+                                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                              }))) {
+      reader_.fail(child(path, "cubin_sha256"),
+                   fmt::format("expected 64 lower-case hex digits, got {}", json(image.cubin_sha256).dump()));
+    }
+    image.function_name = reader_.get_string(object, "function_name", path);
+    if (!reader_.failed() && image.function_name.empty()) reader_.fail(child(path, "function_name"), "expected a name");
+    image.num_warps = static_cast<std::uint16_t>(reader_.get_unsigned(object, "num_warps", path, kMaxU16));
+    image.num_ctas = static_cast<std::uint16_t>(reader_.get_unsigned(object, "num_ctas", path, kMaxU16));
+    if (!reader_.failed() && image.num_warps == 0) reader_.fail(child(path, "num_warps"), "expected at least 1, got 0");
+    if (!reader_.failed() && image.num_ctas == 0) reader_.fail(child(path, "num_ctas"), "expected at least 1, got 0");
+    image.num_stages = static_cast<std::uint32_t>(reader_.get_unsigned(object, "num_stages", path, kMaxU32));
+    image.shared = static_cast<std::uint32_t>(reader_.get_unsigned(object, "shared", path, kMaxU32));
+    image.global_scratch_size = reader_.get_unsigned(object, "global_scratch_size", path, kMaxI64);
+    image.global_scratch_align = static_cast<std::uint32_t>(reader_.get_unsigned(object, "global_scratch_align", path, kMaxU32));
+    image.profile_scratch_size = reader_.get_unsigned(object, "profile_scratch_size", path, kMaxI64);
+    image.profile_scratch_align =
+        static_cast<std::uint32_t>(reader_.get_unsigned(object, "profile_scratch_align", path, kMaxU32));
+    image.launch_cooperative_grid = reader_.get_bool(object, "launch_cooperative_grid", path);
+    image.launch_pdl = reader_.get_bool(object, "launch_pdl", path);
+    if (const json* dims = reader_.get_array(object, "cluster_dims", path, 3, 3)) {
+      for (std::size_t d = 0; d < 3; ++d) {
+        image.cluster_dims[d] =
+            static_cast<std::uint32_t>(reader_.unsigned_value(&(*dims)[d], child(child(path, "cluster_dims"), d), kMaxU32));
+      }
+    }
+    image.tmem_size = reader_.get_unsigned(object, "tmem_size", path, kMaxI64);
+    if (const json* maxnreg = reader_.member(object, "maxnreg", path); maxnreg != nullptr && !maxnreg->is_null()) {
+      image.maxnreg = static_cast<std::uint32_t>(reader_.unsigned_value(maxnreg, child(path, "maxnreg"), kMaxU32));
+    }
+    if (const json* artifacts = reader_.get_object(object, "artifacts", path)) {
+      for (const auto& [stage, artifact] : artifacts->items()) {
+        image.artifacts[stage] = reader_.string_value(&artifact, child(child(path, "artifacts"), stage));
+      }
+    }
+    if (reader_.failed()) return image;
+    image.cubin_path = manifest_.directory / image.cubin;
+    if (options_.verify_cubins) verify_cubin(image, child(path, "cubin"));
+    return image;
+  }
+
+  void verify_cubin(const Image& image, const std::string& path) {
+    Expected<FileContent> content = read_file_with_sha256(image.cubin_path);
+    if (!content.ok()) {
+      reader_.fail(path, content.error().message());
+      return;
+    }
+    if (content->bytes.empty()) {
+      reader_.fail(path, fmt::format("{}: the cubin is empty", image.cubin_path.generic_string()));
+    } else if (content->sha256 != image.cubin_sha256) {
+      reader_.fail(path, fmt::format("{}: sha256 is {} ({} bytes) but the manifest says {}: the cubin is truncated, "
+                                     "corrupted or stale",
+                                     image.cubin_path.generic_string(), content->sha256, content->bytes.size(),
+                                     image.cubin_sha256));
+    }
+  }
+
+  Reader reader_;
+  ReadOptions options_;
+  Manifest manifest_;
+  std::unordered_map<std::string, std::size_t> generated_owner_;  // generated name -> kernel index
+};
+
+}  // namespace
+
+std::string_view dtype_name(DType dtype) noexcept {
+  for (const auto& entry : kDTypes) {
+    if (entry.dtype == dtype) return entry.name;
+  }
+  return "unknown";
+}
+
+std::optional<DType> dtype_from_name(std::string_view name) noexcept {
+  for (const auto& entry : kDTypes) {
+    if (entry.name == name) return entry.dtype;
+  }
+  return std::nullopt;
+}
+
+std::string_view dtype_enumerator(DType dtype) noexcept {
+  for (const auto& entry : kDTypes) {
+    if (entry.dtype == dtype) return entry.enumerator;
+  }
+  return "TAOT_DTYPE_UNKNOWN";
+}
+
+std::vector<std::size_t> Kernel::call_arguments() const {
+  std::vector<std::size_t> indices;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i].is_call_argument()) indices.push_back(i);
+  }
+  return indices;
+}
+
+Expected<Manifest> parse_manifest(std::string_view json_text, const std::filesystem::path& path,
+                                  const ReadOptions& options) {
+  try {
+    return ManifestParser(path, options).parse(json_text);
+  } catch (const std::exception& error) {  // allocation failure or a bug; never leaves the library
+    return Error(fmt::format("{}: internal error reading the manifest: {}", path.generic_string(), error.what()));
+  }
+}
+
+Expected<Manifest> read_manifest(const std::filesystem::path& path, const ReadOptions& options) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return Error(path.generic_string() + ": " + (std::filesystem::exists(path, error) ? "not a regular file" : "file not found"));
+  }
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) return Error(path.generic_string() + ": cannot open for reading");
+  const std::string text((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
+  if (stream.bad()) return Error(path.generic_string() + ": read failed");
+  return parse_manifest(text, path, options);
+}
+
+}  // namespace taot::codegen

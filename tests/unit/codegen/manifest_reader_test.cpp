@@ -1,0 +1,255 @@
+// Tests of read_manifest: a valid manifest becomes the expected model, and every kind of broken
+// manifest is rejected with a message naming the file and the JSON path (or the cubin file).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "manifest_builder.h"
+#include "taot/codegen/manifest.h"
+
+namespace taot::codegen {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using testing::ManifestBuilder;
+using testing::TempDir;
+
+class ManifestReaderTest : public ::testing::Test {
+ protected:
+  // Writes the (edited) manifest and returns the reader's error message; fails the test if the
+  // manifest was accepted.
+  std::string error_of(const ReadOptions& options = {}) {
+    const Expected<Manifest> manifest = read_manifest(builder.write(), options);
+    if (manifest.ok()) {
+      ADD_FAILURE() << "the manifest was accepted";
+      return "";
+    }
+    return manifest.error().message();
+  }
+
+  TempDir dir;
+  ManifestBuilder builder{dir.path()};
+  nlohmann::json& kernel0 = builder.json["kernels"][0];
+};
+
+TEST_F(ManifestReaderTest, ReadsTheModel) {
+  const Expected<Manifest> read = read_manifest(builder.write());
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  const Manifest& manifest = *read;
+  EXPECT_EQ(manifest.library, "demo");
+  EXPECT_EQ(manifest.schema_version, 1);
+  EXPECT_EQ(manifest.targets, (std::vector<std::string>{"sm_80", "sm_90a"}));
+  ASSERT_EQ(manifest.kernels.size(), 3u);
+
+  const Kernel& add = manifest.kernels[0];
+  EXPECT_EQ(add.call_arguments(), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(add.args[0].types, (std::vector<DType>{DType::fp32, DType::fp16}));
+  EXPECT_EQ(add.args[3].kind, ArgKind::int_scalar);
+  EXPECT_EQ(add.args[5].types, std::vector<DType>{DType::i1});
+  EXPECT_EQ(add.args[6].kind, ArgKind::constexpr_value);
+  ASSERT_EQ(add.config.size(), 4u);
+  EXPECT_EQ(add.config[1].kind, FieldKind::dtype_value);
+  EXPECT_EQ(add.config[2].values, (std::vector<ConfigValue>{1e-6, 0.5}));
+  EXPECT_EQ(add.config[2].default_index, 1u);
+  EXPECT_EQ(add.config[0].default_index, 1u);
+
+  ASSERT_EQ(add.variants.size(), 4u);
+  const Variant& fp16_small = add.variants[2];
+  EXPECT_EQ(fp16_small.id, "add_kernel_fp16_B256");
+  EXPECT_EQ(fp16_small.config, (std::vector<std::size_t>{0, 1, 0, 0}));  // 256, fp16, 1e-6, 4 warps
+  EXPECT_EQ(fp16_small.params, (std::vector<std::size_t>{0, 1, 2, 4, 5}));  // n_elements == 1 is compiled in
+  EXPECT_EQ(fp16_small.specialization[3].type, DType::i64);
+  EXPECT_EQ(fp16_small.specialization[3].hint, 1);
+  ASSERT_EQ(fp16_small.grid[0].size(), 3u);
+  EXPECT_EQ(fp16_small.grid[0][0].op, GridOp::arg);
+  EXPECT_EQ(fp16_small.grid[0][0].arg, 3u);
+  EXPECT_EQ(fp16_small.grid[0][1].value, 256);
+  EXPECT_EQ(fp16_small.grid[0][2].op, GridOp::cdiv);
+  ASSERT_EQ(fp16_small.images.size(), 2u);
+  EXPECT_EQ(fp16_small.images[1].target, "sm_90a");
+  EXPECT_TRUE(fp16_small.images[1].arch_specific);
+  EXPECT_EQ(fp16_small.images[1].cubin_path, builder.cubin_path(0, 2, 1));
+
+  const Kernel& odd = manifest.kernels[1];
+  EXPECT_EQ(odd.variants[0].grid[2][0].value, std::numeric_limits<std::int64_t>::min());
+  EXPECT_TRUE(manifest.kernels[2].call_arguments().empty());
+}
+
+TEST_F(ManifestReaderTest, RejectsWrongSchemaNamingBoth) {
+  builder.json["schema"] = "other.manifest";
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("manifest.json"), HasSubstr("\"other.manifest\""), HasSubstr("version 1"),
+                                HasSubstr("\"taot.manifest\"")));
+}
+
+TEST_F(ManifestReaderTest, RejectsUnknownSchemaVersionNamingBoth) {
+  builder.json["schema_version"] = 99;
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("version 99 is not supported"), HasSubstr("\"taot.manifest\" version 1")));
+}
+
+TEST_F(ManifestReaderTest, RejectsMissingField) {
+  builder.json["kernels"][0]["variants"][1]["images"][0].erase("shared");
+  EXPECT_THAT(error_of(), HasSubstr("manifest.json: kernels[0].variants[1].images[0].shared: missing"));
+}
+
+TEST_F(ManifestReaderTest, RejectsWrongType) {
+  kernel0["variants"][3]["images"][1]["shared"] = -1;
+  EXPECT_THAT(error_of(),
+              HasSubstr("kernels[0].variants[3].images[1].shared: expected an unsigned integer, got -1"));
+  kernel0["variants"][3]["images"][1]["shared"] = "2048";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].variants[3].images[1].shared: expected an unsigned integer, got "
+                                    "\"2048\""));
+  kernel0["variants"][3]["images"][1]["shared"] = 2048;
+  builder.json["kernels"][1]["name"] = 7;
+  EXPECT_THAT(error_of(), HasSubstr("kernels[1].name: expected a string, got 7"));
+}
+
+TEST_F(ManifestReaderTest, RejectsInvalidJson) {
+  const auto path = builder.write();
+  testing::write_file(path, "{\"schema\": \"taot.manifest\",");
+  const Expected<Manifest> manifest = read_manifest(path);
+  ASSERT_FALSE(manifest.ok());
+  EXPECT_THAT(manifest.error().message(), AllOf(HasSubstr("manifest.json"), HasSubstr("not valid JSON")));
+}
+
+TEST_F(ManifestReaderTest, RejectsMissingManifest) {
+  const Expected<Manifest> manifest = read_manifest(dir.path() / "nowhere.json");
+  ASSERT_FALSE(manifest.ok());
+  EXPECT_THAT(manifest.error().message(), HasSubstr("nowhere.json: file not found"));
+}
+
+TEST_F(ManifestReaderTest, RejectsMissingCubinNamingTheFile) {
+  std::filesystem::remove(builder.cubin_path(0, 1, 1));
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("kernels[0].variants[1].images[1].cubin"),
+                                HasSubstr("artifacts/add_kernel_fp32_B1024/sm_90a/add_kernel.cubin: file not found")));
+}
+
+TEST_F(ManifestReaderTest, RejectsTruncatedCubinNamingTheFile) {
+  const auto path = builder.cubin_path(0, 0, 0);
+  const std::string bytes = testing::read_file(path);
+  testing::write_file(path, bytes.substr(0, bytes.size() - 1));
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("kernels[0].variants[0].images[0].cubin"),
+                                HasSubstr("artifacts/add_kernel_fp32_B256/sm_80/add_kernel.cubin: sha256 is"),
+                                HasSubstr(std::to_string(bytes.size() - 1) + " bytes"), HasSubstr("truncated")));
+}
+
+TEST_F(ManifestReaderTest, RejectsCorruptedCubin) {
+  const auto path = builder.cubin_path(2, 0, 0);
+  std::string bytes = testing::read_file(path);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 1);
+  testing::write_file(path, bytes);
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("kernels[2].variants[0].images[0].cubin"), HasSubstr("noop_kernel.cubin"),
+                                HasSubstr("corrupted")));
+}
+
+TEST_F(ManifestReaderTest, SkipsCubinChecksWhenAskedTo) {
+  std::filesystem::remove(builder.cubin_path(0, 0, 0));
+  ReadOptions options;
+  options.verify_cubins = false;
+  EXPECT_TRUE(read_manifest(builder.write(), options).ok());
+}
+
+TEST_F(ManifestReaderTest, RejectsUnknownDtype) {
+  kernel0["args"][1]["dtypes"][1] = "fp8e4b15";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].args[1].dtypes[1]: unknown dtype \"fp8e4b15\""));
+}
+
+TEST_F(ManifestReaderTest, RejectsSpecializationOutsideTheArgumentsTypes) {
+  kernel0["variants"][0]["specialization"][0]["dtype"] = "bf16";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].variants[0].specialization[0].dtype: \"bf16\" is not among the types "
+                                    "of pointer argument x_ptr (fp32, fp16)"));
+}
+
+TEST_F(ManifestReaderTest, RejectsSpecializationInTheWrongOrder) {
+  std::swap(kernel0["variants"][0]["specialization"][0], kernel0["variants"][0]["specialization"][1]);
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].variants[0].specialization[0].arg: expected \"x_ptr\""));
+}
+
+TEST_F(ManifestReaderTest, RejectsParamsNamingAConstexpr) {
+  kernel0["variants"][1]["params"].push_back("BLOCK_SIZE");
+  EXPECT_THAT(error_of(),
+              HasSubstr("kernels[0].variants[1].params[6]: \"BLOCK_SIZE\" is a constexpr argument, not a call argument"));
+  kernel0["variants"][1]["params"][6] = "nope";
+  EXPECT_THAT(error_of(), HasSubstr("params[6]: \"nope\" is not an argument of kernel add_kernel"));
+}
+
+TEST_F(ManifestReaderTest, RejectsGridArgumentThatIsNotAnIntCallArgument) {
+  kernel0["variants"][0]["grid"][1] = {{{"op", "arg"}, {"name", "x_ptr"}}};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].variants[0].grid[1][0].name: \"x_ptr\" is a pointer argument"));
+  kernel0["variants"][0]["grid"][1] = {{{"op", "arg"}, {"name", "BLOCK_SIZE"}}};
+  EXPECT_THAT(error_of(), HasSubstr("grid[1][0].name: \"BLOCK_SIZE\" is a constexpr argument"));
+}
+
+TEST_F(ManifestReaderTest, RejectsMalformedGridPrograms) {
+  kernel0["variants"][0]["grid"][0] = {{{"op", "lit"}, {"value", 1}}, {{"op", "add"}}};
+  EXPECT_THAT(error_of(), HasSubstr("grid[0][1]: add needs 2 operand(s), the program has 1"));
+  kernel0["variants"][0]["grid"][0] = {{{"op", "lit"}, {"value", 1}}, {{"op", "lit"}, {"value", 2}}};
+  EXPECT_THAT(error_of(), HasSubstr("grid[0]: the program leaves 2 values"));
+  kernel0["variants"][0]["grid"][0] = {{{"op", "pow"}}};
+  EXPECT_THAT(error_of(), HasSubstr("grid[0][0].op: unknown grid op \"pow\""));
+}
+
+TEST_F(ManifestReaderTest, RejectsConfigValuesOutsideTheField) {
+  kernel0["variants"][0]["config"]["BLOCK_SIZE"] = 512;
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].variants[0].config.BLOCK_SIZE: 512 is not one of the values"));
+  kernel0["variants"][0]["config"]["BLOCK_SIZE"] = 256;
+  kernel0["variants"][0]["config"]["EXTRA"] = 1;
+  EXPECT_THAT(error_of(), HasSubstr("config.EXTRA: not a config field of kernel add_kernel"));
+  kernel0["variants"][0]["config"].erase("EXTRA");
+  kernel0["config"][0]["default"] = 3;
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].config[0].default: 3 is not one of the field's values"));
+}
+
+TEST_F(ManifestReaderTest, RejectsCountsAboveTheTableLimits) {
+  kernel0["variants"][0]["images"][0]["arch"] = 70000;
+  EXPECT_THAT(error_of(), HasSubstr("images[0].arch: expected an unsigned integer of at most 65535, got 70000"));
+  kernel0["variants"][0]["images"][0]["arch"] = 80;
+  nlohmann::json params = nlohmann::json::array();
+  for (int i = 0; i < 65536; ++i) params.push_back("x_ptr");
+  kernel0["variants"][0]["params"] = params;
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].variants[0].params: 65536 entries are more than the runtime's tables "
+                                    "hold (65535)"));
+}
+
+TEST_F(ManifestReaderTest, RejectsNamesThatAreNotIdentifiers) {
+  builder.json["library"] = "vector-add";
+  EXPECT_THAT(error_of(), HasSubstr("library: \"vector-add\" is not a C/C++ identifier"));
+  builder.json["library"] = "namespace";
+  EXPECT_THAT(error_of(), HasSubstr("library: \"namespace\" is a C or C++ keyword"));
+  builder.json["library"] = "taot";
+  EXPECT_THAT(error_of(), HasSubstr("library: \"taot\" is reserved"));
+  builder.json["library"] = "demo";
+  kernel0["name"] = "class";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].name: \"class\" is a C or C++ keyword"));
+  kernel0["name"] = "preload";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].name: \"preload\" is reserved"));
+}
+
+TEST_F(ManifestReaderTest, RejectsKernelsWhoseGeneratedNamesClash) {
+  builder.json["kernels"][1]["name"] = "add_kernel";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[1].name: \"add_kernel\" is the name of another kernel"));
+  builder.json["kernels"][1]["name"] = "add_kernel_handle";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[1].name: kernel \"add_kernel_handle\" would define C function "
+                                    "demo_add_kernel_handle, which kernel \"add_kernel\" (kernels[0]) also defines"));
+}
+
+TEST_F(ManifestReaderTest, RejectsConfigFieldsThatClashAfterKeywordRenaming) {
+  builder.json["kernels"][1]["config"].push_back(
+      {{"name", "int_"}, {"kind", "int"}, {"values", {1}}, {"default", 1}});
+  EXPECT_THAT(error_of(), HasSubstr("kernels[1].config[1].name: config fields \"int\" and \"int_\" would both be the C++ member int_"));
+}
+
+TEST(DTypeNames, RoundTripEveryRuntimeDtype) {
+  for (const char* name : {"i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "fp8e4nv", "fp8e5", "fp16",
+                           "bf16", "fp32", "fp64"}) {
+    const auto dtype = dtype_from_name(name);
+    ASSERT_TRUE(dtype.has_value()) << name;
+    EXPECT_EQ(dtype_name(*dtype), name);
+  }
+  EXPECT_EQ(dtype_enumerator(DType::fp8e4nv), "TAOT_DTYPE_FP8E4NV");
+  EXPECT_FALSE(dtype_from_name("int32").has_value());
+}
+
+}  // namespace
+}  // namespace taot::codegen
