@@ -1,0 +1,125 @@
+// CPU cost per launch from C++, side by side: taot's generated API (dispatching among all
+// variants), a raw cuLaunchKernel of the same preloaded function, and (when built with it) the C
+// that upstream triton.tools.compile + triton.tools.link generate for the same kernel and config.
+// Launches are timed in batches of 256 right after a sync, below the stream's queue depth, so the
+// CPU is what is measured. Prints a table; --json writes the figures too.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpu_check.h"
+#include "vector_add.h"
+#ifdef TAOT_HAVE_UPSTREAM
+extern "C" {
+#include "add_up_linked.h"
+}
+#endif
+
+namespace {
+
+constexpr int kBatch = 256;
+constexpr int kRounds = 400;
+
+struct Method {
+  std::string name;
+  std::function<void()> launch;
+  std::vector<double> per_launch_us;
+};
+
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))];
+}
+
+}  // namespace
+
+int main() {
+  make_primary_context_current(0);
+  CUstream stream;
+  GPU_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  std::int32_t n = 1024;
+  CUdeviceptr x, y, out;
+  GPU_CHECK(cuMemAlloc(&x, n * 4));
+  GPU_CHECK(cuMemAlloc(&y, n * 4));
+  GPU_CHECK(cuMemAlloc(&out, n * 4));
+
+  // The variant taot picks by default for these arguments; the raw launch uses its very cubin.
+  const taot_arg args[] = {taot::arg(taot::Ptr(x, taot::DType::fp32)), taot::arg(taot::Ptr(y, taot::DType::fp32)),
+                           taot::arg(taot::Ptr(out, taot::DType::fp32)), taot::arg(n)};
+  taot::Expected<std::size_t> chosen = vector_add::add_kernel_kernel().select(args, 4);
+  if (!chosen.ok()) {
+    std::fprintf(stderr, "select failed: %s\n", chosen.status().message().c_str());
+    return 1;
+  }
+  const taot::VariantInfo variant = vector_add::add_kernel_variants()[*chosen];
+  CUdevice device;
+  GPU_CHECK(cuCtxGetDevice(&device));
+  int major = 0, minor = 0;
+  GPU_CHECK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
+  GPU_CHECK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device));
+  const taot::table::Image* image = nullptr;
+  for (std::uint16_t i = 0; i < variant.data().image_count; ++i)
+    if (variant.data().images[i].arch == major * 10 + minor) image = &variant.data().images[i];
+  if (image == nullptr) {
+    std::fprintf(stderr, "no exact cubin for sm_%d%d\n", major, minor);
+    return 1;
+  }
+  CUmodule module;
+  CUfunction function;
+  GPU_CHECK(cuModuleLoadData(&module, image->cubin));
+  GPU_CHECK(cuModuleGetFunction(&function, module, image->function_name));
+  CUdeviceptr null_scratch = 0;
+  void* raw_params[] = {&x, &y, &out, &n, &null_scratch, &null_scratch};
+  const unsigned block = 32u * image->num_warps;
+  const unsigned grid = static_cast<unsigned>((n + *variant.config_integer("BLOCK_SIZE") - 1) / *variant.config_integer("BLOCK_SIZE"));
+
+  std::vector<Method> methods;
+  methods.push_back({"raw cuLaunchKernel", [&] {
+                       GPU_CHECK(cuLaunchKernel(function, grid, 1, 1, block, 1, 1, image->shared_bytes, stream, raw_params, nullptr));
+                     }, {}});
+  methods.push_back({"taot (auto dispatch)", [&] {
+                       taot::Status status = vector_add::add_kernel(stream, taot::Ptr(x, taot::DType::fp32),
+                                                                    taot::Ptr(y, taot::DType::fp32),
+                                                                    taot::Ptr(out, taot::DType::fp32), n);
+                       if (!status.ok()) {
+                         std::fprintf(stderr, "%s\n", status.message().c_str());
+                         std::exit(1);
+                       }
+                     }, {}});
+#ifdef TAOT_HAVE_UPSTREAM
+  load_add_up();
+  methods.push_back({"upstream triton.tools AOT C", [&] { GPU_CHECK(add_up_default(stream, x, y, out, n)); }, {}});
+#endif
+
+  for (auto& method : methods) {  // warm-up: module loads, first-launch costs
+    for (int i = 0; i < 1000; ++i) method.launch();
+  }
+  GPU_CHECK(cuStreamSynchronize(stream));
+  for (int round = 0; round < kRounds; ++round) {
+    for (auto& method : methods) {
+      GPU_CHECK(cuStreamSynchronize(stream));
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kBatch; ++i) method.launch();
+      const auto stop = std::chrono::steady_clock::now();
+      method.per_launch_us.push_back(std::chrono::duration<double, std::micro>(stop - start).count() / kBatch);
+    }
+  }
+  GPU_CHECK(cuStreamSynchronize(stream));
+
+  char name[256] = {};
+  GPU_CHECK(cuDeviceGetName(name, sizeof(name) - 1, device));
+  std::printf("CPU cost per launch, vector_add fp32 n=%d, variant %s (of %zu), %s\n", n, variant.id(),
+              vector_add::add_kernel_variants().size(), name);
+  std::printf("batches of %d launches after a sync, %d rounds, methods interleaved\n", kBatch, kRounds);
+  std::printf("%-30s %10s %10s %10s %12s\n", "method", "median us", "p10 us", "p90 us", "vs raw");
+  const double raw_median = percentile(methods[0].per_launch_us, 0.5);
+  for (const auto& method : methods) {
+    const double median = percentile(method.per_launch_us, 0.5);
+    std::printf("%-30s %10.3f %10.3f %10.3f %11.3fx\n", method.name.c_str(), median, percentile(method.per_launch_us, 0.1),
+                percentile(method.per_launch_us, 0.9), median / raw_median);
+  }
+  return 0;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The whole GPU suite from a clean checkout on a GPU machine: taot build of the vector_add example
+# (Triton there, no network), the upstream triton.tools AOT C for comparison, the GPU tests, the
+# example program and the benchmarks. The taot binary comes prebuilt (TAOT_BIN, default
+# .carry/bin/taot) because the GPU machines have no -dev packages. Logs go to $OUT (or build-gpu/).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$root/build-gpu
+logs=${OUT:-$work/logs}
+mkdir -p "$work" "$logs"
+taot_bin=${TAOT_BIN:-$root/.carry/bin/taot}
+export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
+failures=0
+step() { echo; echo "=== $* ==="; }
+fail() { echo "GPU SUITE FAILURE: $*"; failures=$((failures + 1)); }
+jobs=$(nproc)
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || fail "nvidia-smi"
+python3 -c 'import triton, torch; print("triton", triton.__version__, "torch", torch.__version__)'
+
+step "taot build examples/vector_add/vector_add.toml (-j $jobs, cold)"
+rm -rf "$work/vector_add"
+start=$(date +%s%N)
+"$taot_bin" build examples/vector_add/vector_add.toml -o "$work/vector_add" -j "$jobs" --quiet || fail "taot build"
+echo "cold build: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+start=$(date +%s%N)
+"$taot_bin" build examples/vector_add/vector_add.toml -o "$work/vector_add" -j "$jobs" 2>&1 | tail -2
+echo "no-change rebuild: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+
+step "upstream triton.tools.compile + link for the same kernel and config"
+upstream=$work/upstream
+rm -rf "$upstream" && mkdir -p "$upstream"
+if python3 -m triton.tools.compile examples/vector_add/vector_add.py -n add_kernel -w 4 -ns 3 \
+     -s "*fp32:16, *fp32:16, *fp32:16, i32:16, 1024" -g "(n_elements + 1023) / 1024, 1, 1" \
+     -on add_up -o "$upstream/add_up" && python3 -m triton.tools.link "$upstream"/add_up*.h -o "$upstream/add_up_linked"; then
+  grep -n "CUresult\|void" "$upstream/add_up_linked.h"
+else
+  fail "upstream AOT generation"; upstream=""
+fi
+
+step "configure and build the GPU tests and benchmarks"
+configure() {
+  cmake -S . -B "$work/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTAOT_BUILD_TOOLS=OFF -DTAOT_BUILD_TESTS=OFF \
+    -DTAOT_BUILD_GPU_TESTS=ON -DTAOT_VECTOR_ADD_DIR="$work/vector_add" -DTAOT_UPSTREAM_AOT_DIR="$1" >/dev/null
+}
+configure "$upstream" && cmake --build "$work/cmake" -j "$jobs" > "$logs/gpu_build.log" 2>&1
+if [ $? -ne 0 ]; then
+  tail -30 "$logs/gpu_build.log"
+  fail "build with upstream C; retrying without it"
+  configure "" && cmake --build "$work/cmake" -j "$jobs" || fail "build"
+fi
+
+step "GPU tests (ctest -L gpu)"
+(cd "$work/cmake" && ctest -L gpu --output-on-failure) || fail "GPU tests"
+
+step "example program"
+cmake -S examples/vector_add -B "$work/example" -G Ninja -DTAOT_GENERATED_DIR="$work/vector_add" >/dev/null \
+  && cmake --build "$work/example" -j "$jobs" > "$logs/example_build.log" 2>&1 \
+  && "$work/example/vector_add_example" || fail "example"
+
+step "benchmark: CPU cost per launch"
+"$work/cmake/bench/bench_launch_overhead" || fail "launch overhead benchmark"
+step "benchmark: bandwidth"
+"$work/cmake/bench/bench_bandwidth" || fail "bandwidth benchmark"
+
+echo
+echo "GPU suite finished with $failures failure(s)"
+exit $((failures > 0))

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what taot needs on a fresh Debian 12 machine with the CUDA toolkit: build tools and
+# libraries from Debian, Triton 3.6.0 and pytest from PyPI. Safe to run again.
+set -euo pipefail
+
+debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libmstch-dev libgtest-dev)
+missing=()
+for package in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! python3 -c 'import triton, sys; sys.exit(triton.__version__ != "3.6.0")' 2>/dev/null \
+   || ! python3 -c 'import pytest' 2>/dev/null; then
+  echo "setup: installing triton==3.6.0 and pytest" >&2
+  python3 -m pip install -q "triton==3.6.0" pytest
+fi
+
+cuda_header=""
+for candidate in /usr/local/cuda/include/cuda.h /usr/include/cuda.h; do
+  [ -f "$candidate" ] && cuda_header=$candidate && break
+done
+if [ -z "$cuda_header" ]; then
+  echo "setup: no CUDA toolkit found (cuda.h); install the CUDA 13 toolkit first" >&2
+  exit 1
+fi

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test command (also what CI runs): set-up, build, unit tests (ctest), then the Python front
+# end's tests and the tests of the real taot binary (pytest). Needs no GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+(cd build && ctest --output-on-failure -L unit)
+export TAOT_BIN="$PWD/build/tools/taot/taot"
+set +e
+python3 -m pytest -q tests/python tests/cli
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "test.sh: pytest collected no tests" >&2
+  exit 1
+fi
+exit "$status"

@@ -1,0 +1,136 @@
+"""The taot binary on bad specs: a non-zero exit and a message that names the problem."""
+import textwrap
+
+import pytest
+
+KERNEL_SOURCE = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+
+    @triton.jit
+    def broken_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, 3)  # not a power of two: Triton refuses it
+        tl.store(x_ptr + offsets, tl.zeros((3,), tl.float32))
+''')
+
+GOOD_SPEC = textwrap.dedent('''
+    [library]
+    name = "scale"
+    targets = ["sm_90"]
+
+    [[kernel]]
+    name = "scale_kernel"
+    source = "kernels.py"
+    grid = ["cdiv(n, BLOCK)", 1, 1]
+    {where}
+
+    [kernel.args]
+    x_ptr = {{ type = "*fp32", align = [16] }}
+    out_ptr = {{ type = "{out_type}", align = [16] }}
+    n = {{ type = "i32", hint = ["none"] }}
+    BLOCK = {{ constexpr = [128] }}
+    {extra_arg}
+
+    [kernel.options]
+    num_warps = [4]
+''')
+
+
+def write_spec(tmp_path, where="", out_type="*fp32", extra_arg="", spec_text=None):
+    (tmp_path / "kernels.py").write_text(KERNEL_SOURCE)
+    spec = tmp_path / "scale.toml"
+    spec.write_text(spec_text if spec_text is not None else
+                    GOOD_SPEC.format(where=where, out_type=out_type, extra_arg=extra_arg))
+    return spec
+
+
+def assert_fails_naming(result, *needles):
+    assert result.returncode != 0, result.stdout + result.stderr
+    for needle in needles:
+        assert needle in result.stderr, f"{needle!r} not in stderr:\n{result.stderr}"
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_good_spec_lists_variants(tmp_path, run_taot):
+    spec = write_spec(tmp_path)
+    result = run_taot("compile", spec, "-o", tmp_path / "out", "--list")
+    assert result.returncode == 0, result.stderr
+    assert "scale_kernel" in result.stdout
+
+
+def test_unknown_key(tmp_path, run_taot):
+    spec = write_spec(tmp_path, extra_arg="")
+    spec.write_text(spec.read_text().replace('[kernel.options]', '[kernel.options]\nnum_warpz = [4]'))
+    assert_fails_naming(run_taot("compile", spec, "-o", tmp_path / "out"), "scale.toml", "num_warpz")
+
+
+def test_wrong_type(tmp_path, run_taot):
+    spec = write_spec(tmp_path)
+    spec.write_text(spec.read_text().replace('BLOCK = { constexpr = [128] }', 'BLOCK = { constexpr = "128" }'))
+    assert_fails_naming(run_taot("compile", spec, "-o", tmp_path / "out"), "scale.toml", "BLOCK")
+
+
+def test_unknown_dtype(tmp_path, run_taot):
+    spec = write_spec(tmp_path, out_type="*fp33")
+    assert_fails_naming(run_taot("compile", spec, "-o", tmp_path / "out"), "scale.toml", "out_ptr", "fp33")
+
+
+def test_filter_that_removes_every_variant(tmp_path, run_taot):
+    spec = write_spec(tmp_path, where='where = ["BLOCK == 64"]')
+    assert_fails_naming(run_taot("compile", spec, "-o", tmp_path / "out"), "scale.toml", "where")
+
+
+def test_missing_kernel_function(tmp_path, run_taot):
+    spec = write_spec(tmp_path)
+    spec.write_text(spec.read_text().replace('name = "scale_kernel"', 'name = "scale_kernel_v2"'))
+    assert_fails_naming(run_taot("compile", spec, "-o", tmp_path / "out"), "scale.toml", "scale_kernel_v2",
+                        "kernels.py")
+
+
+def test_missing_kernel_source(tmp_path, run_taot):
+    spec = write_spec(tmp_path)
+    spec.write_text(spec.read_text().replace('source = "kernels.py"', 'source = "nowhere.py"'))
+    assert_fails_naming(run_taot("compile", spec, "-o", tmp_path / "out"), "scale.toml", "nowhere.py")
+
+
+def test_missing_spec_file(tmp_path, run_taot):
+    assert_fails_naming(run_taot("compile", tmp_path / "absent.toml", "-o", tmp_path / "out"), "absent.toml")
+
+
+def test_kernel_that_fails_to_compile(tmp_path, run_taot):
+    spec = write_spec(tmp_path, spec_text=textwrap.dedent('''
+        [library]
+        name = "broken"
+        targets = ["sm_90"]
+
+        [[kernel]]
+        name = "broken_kernel"
+        source = "kernels.py"
+        grid = [1, 1, 1]
+
+        [kernel.args]
+        x_ptr = { type = "*fp32", align = [16] }
+        n = { type = "i32", hint = ["none"] }
+        BLOCK = { constexpr = [128] }
+    '''))
+    result = run_taot("compile", spec, "-o", tmp_path / "out")
+    assert_fails_naming(result, "broken_kernel", "sm_90")
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_gen_rejects_other_schema_version(tmp_path, run_taot):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text('{"schema": "taot.manifest", "schema_version": 99, "kernels": []}\n')
+    assert_fails_naming(run_taot("gen", manifest, "-o", tmp_path / "gen"), "version 99", "reads schema \"taot.manifest\" version 1")
+
+
+def test_gen_rejects_missing_manifest(tmp_path, run_taot):
+    result = run_taot("gen", tmp_path / "nothing.json", "-o", tmp_path / "gen")
+    assert result.returncode != 0
+    assert "nothing.json" in result.stderr

@@ -1,0 +1,56 @@
+"""Builds the vector_add example library from scratch with the real taot binary, compiles the
+generated sources with -Wall -Wextra -Werror, and checks that a second build recompiles nothing."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC = REPO / "examples" / "vector_add" / "vector_add.toml"
+
+
+def run(*args, **kwargs):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=1800, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, taot_bin):
+    root = tmp_path_factory.mktemp("vector_add")
+    generated, build = root / "generated", root / "build"
+    first = run(taot_bin, "build", SPEC, "-o", generated, "-j", str(os.cpu_count() or 2))
+    assert first.returncode == 0, first.stderr[-4000:]
+    configure = run("cmake", "-S", REPO / "examples" / "vector_add", "-B", build, "-G", "Ninja",
+                    f"-DTAOT_GENERATED_DIR={generated}")
+    assert configure.returncode == 0, configure.stdout[-4000:] + configure.stderr[-4000:]
+    compiled = run("cmake", "--build", build)
+    assert compiled.returncode == 0, compiled.stdout[-6000:] + compiled.stderr[-2000:]
+    return {"generated": generated, "build": build, "first": first, "compiled": compiled}
+
+
+def test_generated_library_compiles_with_strict_warnings(built):
+    assert "-Werror" in (built["build"] / "build.ninja").read_text()
+    assert (built["build"] / "vector_add_example").exists()
+    for name in ("vector_add.h", "vector_add_c.h", "vector_add.cpp", "vector_add_cubins.cpp", "CMakeLists.txt"):
+        assert (built["generated"] / name).exists(), name
+
+
+def test_every_variant_was_compiled_for_both_targets(built):
+    import json
+    manifest = json.loads((built["generated"] / "manifest.json").read_text())
+    variants = manifest["kernels"][0]["variants"]
+    assert len(variants) == 3 * 8 * 2 * 2 * 2
+    assert {image["target"] for v in variants for image in v["images"]} == {"sm_80", "sm_90"}
+
+
+def test_second_build_recompiles_and_rewrites_nothing(built, taot_bin):
+    generated = built["generated"]
+    before = {p: p.stat().st_mtime_ns for p in generated.rglob("*") if p.is_file()}
+    again = run(taot_bin, "build", SPEC, "-o", generated)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert "compiled 0," in again.stderr, again.stderr[-2000:]
+    after = {p: p.stat().st_mtime_ns for p in generated.rglob("*") if p.is_file()}
+    assert after == before, [str(p) for p in after if before.get(p) != after[p]]
+    rebuilt = run("cmake", "--build", built["build"])
+    assert rebuilt.returncode == 0
+    assert "no work to do" in rebuilt.stdout, rebuilt.stdout

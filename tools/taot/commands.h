@@ -1,0 +1,32 @@
+// The taot subcommands: one function per command, each returning the process exit code.
+// main() only parses the command line and calls one of them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace taot::tool {
+
+struct CompileOptions {
+  std::string spec;
+  std::string output;
+  int jobs = 0;  // 0: the Python front end's default (all cores)
+  std::vector<std::string> targets;
+  bool quiet = false;
+  bool list_only = false;
+};
+
+struct GenOptions {
+  std::string manifest;
+  std::string output;
+  bool quiet = false;
+};
+
+// `taot compile`: runs the Python front end (python3 -m taot.compile), which calls Triton.
+int run_compile(const CompileOptions& options);
+// `taot gen`: manifest.json -> C++ library sources.
+int run_gen(const GenOptions& options);
+// `taot build`: compile, then gen into the same folder.
+int run_build(const CompileOptions& options);
+
+}  // namespace taot::tool

@@ -1,0 +1,32 @@
+// `taot gen`: reads manifest.json and writes the library sources, only the files that changed.
+#include <fmt/core.h>
+
+#include "commands.h"
+#include "taot/codegen/generator.h"
+#include "taot/codegen/manifest.h"
+
+namespace taot::tool {
+
+int run_gen(const GenOptions& options) {
+  codegen::Expected<codegen::Manifest> manifest = codegen::read_manifest(options.manifest);
+  if (!manifest.ok()) {
+    fmt::print(stderr, "taot gen: {}\n", manifest.error().message());
+    return 1;
+  }
+  codegen::GenerateOptions generate_options;
+  generate_options.output_dir = options.output;
+  codegen::Expected<codegen::GenerateResult> result = codegen::generate(*manifest, generate_options);
+  if (!result.ok()) {
+    fmt::print(stderr, "taot gen: {}\n", result.error().message());
+    return 1;
+  }
+  if (!options.quiet) {
+    for (const auto& file : result->files)
+      fmt::print(stderr, "  {} {}\n", file.changed ? "wrote    " : "unchanged", file.path.string());
+    fmt::print(stderr, "generated {} files ({} changed) in {}\n", result->files.size(), result->changed().size(),
+               options.output);
+  }
+  return 0;
+}
+
+}  // namespace taot::tool
