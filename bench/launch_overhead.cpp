@@ -121,5 +121,26 @@ int main() {
     std::printf("%-30s %10.3f %10.3f %10.3f %11.3fx\n", method.name.c_str(), median, percentile(method.per_launch_us, 0.1),
                 percentile(method.per_launch_us, 0.9), median / raw_median);
   }
+
+  // Where taot's extra CPU time goes: the pieces of its launch path, timed alone (no GPU work).
+  const auto per_call_ns = [](int calls, const std::function<void()>& body) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) body();
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / calls;
+  };
+  constexpr int kCalls = 1000000;
+  CUcontext current = nullptr;
+  unsigned long long context_id = 0;
+  std::printf("\nlaunch-path pieces, CPU ns per call (%d calls each)\n", kCalls);
+  std::printf("%-44s %8.1f\n", "cuCtxGetCurrent", per_call_ns(kCalls, [&] { cuCtxGetCurrent(&current); }));
+  std::printf("%-44s %8.1f\n", "cuCtxGetId", per_call_ns(kCalls, [&] { cuCtxGetId(current, &context_id); }));
+  std::printf("%-44s %8.1f\n", "taot select (dispatch among all variants)", per_call_ns(kCalls, [&] {
+                if (!vector_add::add_kernel_kernel().select(args, 4).ok()) std::exit(1);
+              }));
+  std::printf("%-44s %8.1f\n", "taot launch with n=0 (select + grid, no launch)", per_call_ns(kCalls, [&] {
+                if (!vector_add::add_kernel(stream, taot::Ptr(x, taot::DType::fp32), taot::Ptr(y, taot::DType::fp32),
+                                            taot::Ptr(out, taot::DType::fp32), 0).ok())
+                  std::exit(1);
+              }));
   return 0;
 }

@@ -53,7 +53,7 @@ if [ $? -ne 0 ]; then
 fi
 
 step "GPU tests (ctest -L gpu)"
-(cd "$work/cmake" && ctest -L gpu --output-on-failure) || fail "GPU tests"
+(cd "$work/cmake" && ctest -L gpu --output-on-failure -V | grep -E "variants|passed|failed|FAIL") || fail "GPU tests"
 
 step "example program"
 cmake -S examples/vector_add -B "$work/example" -G Ninja -DTAOT_GENERATED_DIR="$work/vector_add" >/dev/null \

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -11,6 +12,8 @@ namespace taot::driver {
 namespace {
 
 std::atomic<const Api*> installed_api{nullptr};
+std::atomic<const Api*> active_api{nullptr};  // the table get() returns, once known
+std::atomic<std::uint64_t> table_generation{1};
 
 struct Loaded {
   Api api;
@@ -49,13 +52,21 @@ Loaded load_real_driver() {
 }  // namespace
 
 Expected<const Api*> get() {
+  if (const Api* api = active_api.load(std::memory_order_acquire)) return api;
   if (const Api* api = installed_api.load(std::memory_order_acquire)) return api;
   static const Loaded real = load_real_driver();
   if (!real.failure.ok()) return Status::error(real.failure.code(), real.failure.message(), real.failure.cuda_result());
+  active_api.store(&real.api, std::memory_order_release);
   return &real.api;
 }
 
-void install_for_testing(const Api* api) { installed_api.store(api, std::memory_order_release); }
+void install_for_testing(const Api* api) {
+  installed_api.store(api, std::memory_order_release);
+  active_api.store(api, std::memory_order_release);
+  table_generation.fetch_add(1, std::memory_order_acq_rel);
+}
+
+std::uint64_t generation() noexcept { return table_generation.load(std::memory_order_relaxed); }
 
 Status call_error(const Api& api, const char* call, CUresult result) {
   const char* name = nullptr;

@@ -39,6 +39,12 @@ constexpr std::uint32_t kDefaultSharedLimit = 48 * 1024;
 constexpr std::int64_t kMaxGridX = 2147483647;
 constexpr std::int64_t kMaxGridYZ = 65535;
 
+// Launch results that can mean the function belongs to a context that no longer exists.
+bool may_be_stale_context(CUresult result) {
+  return result == CUDA_ERROR_CONTEXT_IS_DESTROYED || result == CUDA_ERROR_INVALID_HANDLE ||
+         result == CUDA_ERROR_INVALID_CONTEXT;
+}
+
 LoadedFunction* find_function(const std::atomic<LoadedFunction*>& head, std::uint64_t context_id) {
   for (LoadedFunction* node = head.load(std::memory_order_acquire); node != nullptr; node = node->next)
     if (node->context_id == context_id) return node;
@@ -186,7 +192,7 @@ Expected<std::size_t> Kernel::select(const taot_arg* args, std::size_t arg_count
 }
 
 Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection) {
-  Expected<detail::KernelState*> state = this->state();
+  Expected<detail::KernelState*> state = this->state();  // one acquire load once built
   if (!state.ok()) return std::move(state).take_status();
   const detail::DispatchIndex& index = (*state)->index;
   Expected<std::size_t> selected = index.select(args, arg_count, selection);
@@ -226,10 +232,22 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   params[variant.param_count] = const_cast<CUdeviceptr*>(&null_scratch);      // global scratch
   params[variant.param_count + 1] = const_cast<CUdeviceptr*>(&null_scratch);  // profile scratch
 
-  const table::Image& image = *(*loaded)->image;
-  const CUresult result = (*api)->cuLaunchKernel(
-      (*loaded)->function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), static_cast<unsigned>(grid_z),
-      32u * image.num_warps, 1, 1, image.shared_bytes, stream, params, nullptr);
+  const auto launch_with = [&](const detail::LoadedFunction& function) {
+    return (*api)->cuLaunchKernel(function.function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y),
+                                  static_cast<unsigned>(grid_z), 32u * function.image->num_warps, 1, 1,
+                                  function.image->shared_bytes, stream, params, nullptr);
+  };
+  CUresult result = launch_with(**loaded);
+  if (detail::may_be_stale_context(result)) {
+    // The thread's remembered context id may belong to a destroyed context that a new one
+    // replaced at the same address: ask the driver again, and relaunch if it was so.
+    Expected<detail::ContextRef> fresh = detail::current_context(**api, /*refresh_id=*/true);
+    if (fresh.ok() && fresh->id != context->id) {
+      Expected<detail::LoadedFunction*> reloaded = detail::function_for(**api, **state, *table_, *selected, *fresh);
+      if (!reloaded.ok()) return std::move(reloaded).take_status();
+      result = launch_with(**reloaded);
+    }
+  }
   if (result != CUDA_SUCCESS)
     return driver::call_error(**api, "cuLaunchKernel", result).with_context(detail::variant_name(index, variant));
   return Status();

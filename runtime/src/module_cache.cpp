@@ -3,7 +3,7 @@
 
 namespace taot::detail {
 
-Expected<ContextRef> current_context(const driver::Api& api) {
+Expected<ContextRef> current_context(const driver::Api& api, bool refresh_id) {
   CUcontext context = nullptr;
   const CUresult result = api.cuCtxGetCurrent(&context);
   if (result != CUDA_SUCCESS) return driver::call_error(api, "cuCtxGetCurrent", result);
@@ -11,12 +11,19 @@ Expected<ContextRef> current_context(const driver::Api& api) {
     return Status::error(TAOT_NO_CONTEXT,
                          "no CUDA context is current on this thread; make one current first "
                          "(cuCtxSetCurrent, cuDevicePrimaryCtxRetain, or cudaSetDevice with the runtime API)");
+  // The id of the last context this thread used, so that launches skip cuCtxGetId.
+  thread_local ContextRef last{nullptr, 0};
+  thread_local std::uint64_t last_generation = 0;
+  const std::uint64_t generation = driver::generation();
+  if (!refresh_id && last.handle == context && last_generation == generation) return last;
   std::uint64_t id = reinterpret_cast<std::uintptr_t>(context);
   if (api.cuCtxGetId != nullptr) {
     unsigned long long context_id = 0;
     if (api.cuCtxGetId(context, &context_id) == CUDA_SUCCESS) id = context_id;
   }
-  return ContextRef{context, id};
+  last = ContextRef{context, id};
+  last_generation = generation;
+  return last;
 }
 
 ModuleCache& ModuleCache::instance() {

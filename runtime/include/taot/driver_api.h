@@ -4,6 +4,8 @@
 
 #include <cuda.h>
 
+#include <cstdint>
+
 #include "taot/status.h"
 
 namespace taot::driver {
@@ -44,6 +46,10 @@ Expected<const Api*> get();
 // Replaces the table get() returns (nullptr restores the real driver, loaded on next use).
 // For tests; not thread-safe with concurrent launches. The table must outlive its use.
 void install_for_testing(const Api* api);
+
+// Changes whenever install_for_testing swaps the table, so that caches of driver handles
+// (per-thread context ids) know to start over.
+std::uint64_t generation() noexcept;
 
 // "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)".
 Status call_error(const Api& api, const char* call, CUresult result);

@@ -10,9 +10,8 @@ namespace taot::testing {
 namespace {
 
 FakeDriver* active_driver = nullptr;
-unsigned long long generation = 0;  // makes context ids unique across FakeDriver instances
+unsigned long long next_context_id = 1;  // unique across FakeDriver instances
 thread_local CUcontext current = nullptr;
-std::vector<const void*> module_images;  // guarded by the driver's mutex
 
 }  // namespace
 
@@ -25,6 +24,7 @@ struct FakeEntryPoints {
     *name = result == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE"
             : result == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
             : result == CUDA_ERROR_INVALID_IMAGE ? "CUDA_ERROR_INVALID_IMAGE"
+            : result == CUDA_ERROR_CONTEXT_IS_DESTROYED ? "CUDA_ERROR_CONTEXT_IS_DESTROYED"
                                                  : "CUDA_ERROR_UNKNOWN";
     return CUDA_SUCCESS;
   }
@@ -42,7 +42,8 @@ struct FakeEntryPoints {
     return CUDA_SUCCESS;
   }
   static CUresult ctx_get_id(CUcontext context, unsigned long long* id) {
-    *id = generation * 1000 + reinterpret_cast<std::uintptr_t>(context);
+    std::lock_guard<std::mutex> lock(driver().mutex_);
+    *id = driver().contexts_.at(context_index(context)).id;
     return CUDA_SUCCESS;
   }
   static CUresult device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice device) {
@@ -66,8 +67,8 @@ struct FakeEntryPoints {
     std::lock_guard<std::mutex> lock(fake.mutex_);
     ++fake.loads_[image];
     ++fake.total_loads_;
-    module_images.push_back(image);
-    *module = reinterpret_cast<CUmodule>(module_images.size());
+    fake.module_contexts_.push_back(fake.contexts_.at(context_index(current)).id);
+    *module = reinterpret_cast<CUmodule>(fake.module_contexts_.size());
     return CUDA_SUCCESS;
   }
   static CUresult module_unload(CUmodule) {
@@ -95,6 +96,9 @@ struct FakeEntryPoints {
       launch.params.push_back(bytes);
     }
     std::lock_guard<std::mutex> lock(fake.mutex_);
+    const std::size_t module = (reinterpret_cast<std::uintptr_t>(function) >> 8) - 1;
+    if (fake.module_contexts_.at(module) != fake.contexts_.at(context_index(current)).id)
+      return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     fake.launches_.push_back(std::move(launch));
     return fake.launch_result;
   }
@@ -115,7 +119,6 @@ FakeDriver::FakeDriver(std::size_t param_count_hint) : params_per_launch(param_c
   api_.cuFuncSetAttribute = &FakeEntryPoints::func_set_attribute;
   api_.cuLaunchKernel = &FakeEntryPoints::launch_kernel;
   active_driver = this;
-  ++generation;
   current = nullptr;
   driver::install_for_testing(&api_);
 }
@@ -130,11 +133,16 @@ FakeDriver* FakeDriver::active() { return active_driver; }
 
 CUcontext FakeDriver::add_context(int arch, int shared_optin_limit) {
   std::lock_guard<std::mutex> lock(mutex_);
-  contexts_.push_back(Context{static_cast<int>(contexts_.size()), arch, shared_optin_limit});
+  contexts_.push_back(Context{static_cast<int>(contexts_.size()), arch, shared_optin_limit, next_context_id++});
   return reinterpret_cast<CUcontext>(contexts_.size());
 }
 
 void FakeDriver::make_current(CUcontext context) { current = context; }
+
+void FakeDriver::recreate_context(CUcontext context) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  contexts_.at(FakeEntryPoints::context_index(context)).id = next_context_id++;
+}
 
 int FakeDriver::loads_of(const void* image) const {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -32,6 +32,9 @@ class FakeDriver {
   // Makes a new context on a device of compute capability `arch` (e.g. 90); returns its handle.
   CUcontext add_context(int arch, int shared_optin_limit = 232448);
   void make_current(CUcontext context);  // for the calling thread; nullptr for none
+  // Destroys `context` and creates a new one at the same address (a new id); functions loaded
+  // in the old one then fail to launch with CUDA_ERROR_CONTEXT_IS_DESTROYED.
+  void recreate_context(CUcontext context);
 
   int loads_of(const void* image) const;      // cuModuleLoadData calls with this image, all contexts
   int total_loads() const { return total_loads_.load(); }
@@ -53,11 +56,13 @@ class FakeDriver {
     int device;
     int arch;
     int shared_optin_limit;
+    unsigned long long id;
   };
   driver::Api api_;
   mutable std::mutex mutex_;
   std::vector<Context> contexts_;
   std::map<const void*, int> loads_;
+  std::vector<unsigned long long> module_contexts_;  // module handle - 1 -> context id
   std::vector<RecordedLaunch> launches_;
   std::vector<std::pair<std::uintptr_t, int>> shared_attributes_;
   std::atomic<int> total_loads_{0};

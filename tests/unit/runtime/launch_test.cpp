@@ -131,6 +131,20 @@ TEST_F(LaunchTest, BadCubinNamesVariant) {
       << status.message();
 }
 
+TEST_F(LaunchTest, ContextRecreatedAtTheSameAddressGetsItsOwnModule) {
+  CUcontext context = fake.add_context(90);
+  fake.make_current(context);
+  auto args = add_args(64);
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size()).ok());
+  fake.recreate_context(context);  // same handle, new id: the cached function is stale
+  Status status = kernel.launch(nullptr, args.data(), args.size());
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(fake.total_loads(), 2);
+  EXPECT_EQ(fake.launches().size(), 2u);
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size()).ok());
+  EXPECT_EQ(fake.total_loads(), 2);
+}
+
 TEST_F(LaunchTest, ThirtyTwoThreadsLaunchingFirstLoadEachModuleOnce) {
   constexpr int kThreads = 32;
   fake.load_delay_us = 2000;
