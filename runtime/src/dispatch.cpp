@@ -10,9 +10,6 @@ namespace {
 
 using table::ArgKind;
 
-// Facts an int argument can show: whether it fits in 32 bits, times its divisibility class.
-enum IntClass : int { kIntPlain = 0, kIntDiv16 = 1, kIntOne = 2 };
-constexpr int kIntClasses = 3;
 constexpr int kIntFacts = 2 * kIntClasses;
 
 int fact_count(const table::Arg& arg) {
@@ -134,9 +131,26 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
   for (std::uint32_t bit = 0; bit < table.variant_count; ++bit) index.position_[index.order_[bit]] = bit;
 
   std::size_t facts = 0;
+  std::size_t memo_size = 1;
   for (std::size_t a = 0; a < table.arg_count; ++a) {
+    const table::Arg& arg = table.args[a];
     index.arg_fact_offset_.push_back(facts);
-    facts += static_cast<std::size_t>(fact_count(table.args[a]));
+    facts += static_cast<std::size_t>(fact_count(arg));
+    index.fact_radix_.push_back(static_cast<std::size_t>(fact_count(arg)));
+    if (memo_size <= kMaxMemo) memo_size *= static_cast<std::size_t>(fact_count(arg));
+    std::array<std::int8_t, kDtypeSlots> slots;
+    slots.fill(-1);
+    for (std::uint16_t slot = 0; slot < arg.type_count; ++slot) {
+      const auto dtype = static_cast<std::size_t>(arg.types[slot]);
+      if (dtype >= kDtypeSlots || slot > 63)
+        return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": argument " + arg.name + " has a bad type table");
+      slots[dtype] = static_cast<std::int8_t>(slot);
+    }
+    index.dtype_slots_.push_back(slots);
+  }
+  if (memo_size <= kMaxMemo) {
+    index.memo_.reset(new std::atomic<std::int32_t>[memo_size]);
+    for (std::size_t m = 0; m < memo_size; ++m) index.memo_[m].store(-1, std::memory_order_relaxed);
   }
   index.fact_masks_.assign(facts * index.words_, 0);
   for (std::size_t a = 0; a < table.arg_count; ++a) {
@@ -158,25 +172,6 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
       set_bit(&index.value_masks_[(index.field_value_offset_[f] + table.variants[v].config[f]) * index.words_],
               index.position_[v]);
   return index;
-}
-
-int DispatchIndex::fact_of(std::size_t arg_index, const taot_arg& value) const noexcept {
-  const table::Arg& arg = table_->args[arg_index];
-  switch (arg.kind) {
-    case ArgKind::pointer: {
-      for (std::uint16_t slot = 0; slot < arg.type_count; ++slot)
-        if (arg.types[slot] == value.dtype) return 2 * slot + ((value.address % 16) == 0 ? 1 : 0);
-      return -1;
-    }
-    case ArgKind::int_scalar: {
-      const std::int64_t integer = value.integer;
-      const bool wide = integer < std::numeric_limits<std::int32_t>::min() ||
-                        integer > std::numeric_limits<std::int32_t>::max();
-      const int divisibility = integer == 1 ? kIntOne : (integer % 16 == 0 ? kIntDiv16 : kIntPlain);
-      return (wide ? kIntClasses : 0) + divisibility;
-    }
-    default: return 0;
-  }
 }
 
 int DispatchIndex::value_index(std::size_t field_index, const FieldRequest& request) const noexcept {
@@ -212,6 +207,23 @@ Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t ar
     return variant;
   }
 
+  if (memo_ && selection.fields() == nullptr) {
+    std::size_t key = 0;
+    for (std::size_t a = 0; a < table_->arg_count; ++a) {
+      const int fact = fact_of(a, args[a]);
+      if (fact < 0) return explain_miss(args, selection);
+      key = key * fact_radix_[a] + static_cast<std::size_t>(fact);
+    }
+    const std::int32_t known = memo_[key].load(std::memory_order_relaxed);
+    if (known >= 0) return static_cast<std::size_t>(known);
+    Expected<std::size_t> chosen = select_by_masks(args, selection);
+    if (chosen.ok()) memo_[key].store(static_cast<std::int32_t>(*chosen), std::memory_order_relaxed);
+    return chosen;
+  }
+  return select_by_masks(args, selection);
+}
+
+Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const Selection& selection) const {
   constexpr std::size_t kInlineWords = 16;
   std::uint64_t inline_mask[kInlineWords];
   std::vector<std::uint64_t> heap_mask;

@@ -3,7 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,9 @@ namespace taot::detail {
 // bit of a candidate set is the one to launch.
 class DispatchIndex {
  public:
+  static constexpr std::size_t kDtypeSlots = 16;    // taot_dtype values are below this
+  static constexpr std::size_t kMaxMemo = 1 << 16;  // entries of the automatic-selection memo
+
   // Fails with TAOT_INTERNAL when the table is malformed (a bug in the generator).
   static Expected<DispatchIndex> build(const table::KernelTable& table);
 
@@ -42,6 +49,8 @@ class DispatchIndex {
   // The index of the requested value in the field's value list, or -1.
   int value_index(std::size_t field_index, const FieldRequest& request) const noexcept;
 
+  // Selection by bitsets, without the memo.
+  Expected<std::size_t> select_by_masks(const taot_arg* args, const Selection& selection) const;
   Status check_arity(std::size_t arg_count) const;
   Status explain_miss(const taot_arg* args, const Selection& selection) const;
   Status explain_variant_rejects(std::size_t variant, const taot_arg* args) const;
@@ -57,6 +66,34 @@ class DispatchIndex {
   std::vector<std::uint64_t> fact_masks_;
   std::vector<std::size_t> field_value_offset_;
   std::vector<std::uint64_t> value_masks_;
+  // Per pointer argument, the slot of each taot_dtype value in the argument's type list (-1: none).
+  std::vector<std::array<std::int8_t, kDtypeSlots>> dtype_slots_;
+  // Automatic selections memoized by the arguments' facts (mixed radix over the arguments' fact
+  // counts): -1 until first seen. Absent when the fact space is too large to tabulate.
+  std::vector<std::size_t> fact_radix_;
+  std::unique_ptr<std::atomic<std::int32_t>[]> memo_;
 };
+
+// Int facts: whether the value fits in 32 bits, times its divisibility class.
+inline constexpr int kIntPlain = 0, kIntDiv16 = 1, kIntOne = 2, kIntClasses = 3;
+
+inline int DispatchIndex::fact_of(std::size_t arg_index, const taot_arg& value) const noexcept {
+  const table::Arg& arg = table_->args[arg_index];
+  switch (arg.kind) {
+    case table::ArgKind::pointer: {
+      const auto dtype = static_cast<std::uint32_t>(value.dtype);
+      const int slot = dtype < kDtypeSlots ? dtype_slots_[arg_index][dtype] : -1;
+      return slot < 0 ? -1 : 2 * slot + ((value.address % 16) == 0 ? 1 : 0);
+    }
+    case table::ArgKind::int_scalar: {
+      const std::int64_t integer = value.integer;
+      const bool wide = integer < std::numeric_limits<std::int32_t>::min() ||
+                        integer > std::numeric_limits<std::int32_t>::max();
+      const int divisibility = integer == 1 ? kIntOne : (integer % 16 == 0 ? kIntDiv16 : kIntPlain);
+      return (wide ? kIntClasses : 0) + divisibility;
+    }
+    default: return 0;
+  }
+}
 
 }  // namespace taot::detail

@@ -22,12 +22,23 @@ Status grid_error(const table::KernelTable& table, int dimension, const std::str
 
 }  // namespace
 
-Expected<std::array<std::int64_t, 3>> evaluate_grid(const table::KernelTable& table, const table::Variant& variant,
-                                                   const taot_arg* args) {
-  std::array<std::int64_t, 3> grid{};
+Status evaluate_grid(const table::KernelTable& table, const table::Variant& variant, const taot_arg* args,
+                     std::array<std::int64_t, 3>& grid) {
   constexpr int kStackDepth = 32;
   for (int d = 0; d < 3; ++d) {
     const table::GridProgram& program = variant.grid[d];
+    if (program.length == 1 && program.code[0].op == table::GridOp::literal && program.code[0].value >= 0) {
+      grid[static_cast<std::size_t>(d)] = program.code[0].value;  // the common constant dimension
+      continue;
+    }
+    if (program.length == 3 && program.code[0].op == table::GridOp::arg &&
+        program.code[1].op == table::GridOp::literal && program.code[2].op == table::GridOp::cdiv &&
+        program.code[1].value > 0 && args[program.code[0].arg].integer >= 0) {
+      // cdiv(n, BLOCK), the common first dimension, on non-negative n
+      const std::int64_t block = program.code[1].value;
+      grid[static_cast<std::size_t>(d)] = (args[program.code[0].arg].integer + block - 1) / block;
+      continue;
+    }
     std::int64_t stack[kStackDepth];
     int depth = 0;
     for (std::uint16_t i = 0; i < program.length; ++i) {
@@ -64,7 +75,7 @@ Expected<std::array<std::int64_t, 3>> evaluate_grid(const table::KernelTable& ta
     if (stack[0] < 0) return grid_error(table, d, "is negative (" + std::to_string(stack[0]) + ") for these arguments");
     grid[static_cast<std::size_t>(d)] = stack[0];
   }
-  return grid;
+  return Status();
 }
 
 }  // namespace taot::detail

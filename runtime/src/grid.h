@@ -8,9 +8,10 @@
 
 namespace taot::detail {
 
-// The three grid dimensions of `variant` for `args`. Fails with TAOT_INVALID_ARGUMENT on a
-// negative dimension or a division by zero, naming the kernel and the grid expression.
-Expected<std::array<std::int64_t, 3>> evaluate_grid(const table::KernelTable& table, const table::Variant& variant,
-                                                   const taot_arg* args);
+// Writes the three grid dimensions of `variant` for `args` to `grid`. Fails with
+// TAOT_INVALID_ARGUMENT on a negative dimension or a division by zero, naming the kernel and the
+// grid expression.
+Status evaluate_grid(const table::KernelTable& table, const table::Variant& variant, const taot_arg* args,
+                     std::array<std::int64_t, 3>& grid);
 
 }  // namespace taot::detail

@@ -192,16 +192,17 @@ Expected<std::size_t> Kernel::select(const taot_arg* args, std::size_t arg_count
 }
 
 Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection) {
-  Expected<detail::KernelState*> state = this->state();  // one acquire load once built
+  detail::KernelState* built = state_.load(std::memory_order_acquire);
+  Expected<detail::KernelState*> state = built != nullptr ? Expected<detail::KernelState*>(built) : this->state();
   if (!state.ok()) return std::move(state).take_status();
   const detail::DispatchIndex& index = (*state)->index;
   Expected<std::size_t> selected = index.select(args, arg_count, selection);
   if (!selected.ok()) return std::move(selected).take_status();
   const table::Variant& variant = table_->variants[*selected];
 
-  Expected<std::array<std::int64_t, 3>> grid = detail::evaluate_grid(*table_, variant, args);
-  if (!grid.ok()) return std::move(grid).take_status();
-  const auto [grid_x, grid_y, grid_z] = *grid;
+  std::array<std::int64_t, 3> grid;
+  if (Status status = detail::evaluate_grid(*table_, variant, args, grid); !status.ok()) return status;
+  const auto [grid_x, grid_y, grid_z] = grid;
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) return Status();
   if (grid_x > detail::kMaxGridX || grid_y > detail::kMaxGridYZ || grid_z > detail::kMaxGridYZ)
     return Status::error(TAOT_OUT_OF_RESOURCES, detail::variant_name(index, variant) + ": grid (" +
