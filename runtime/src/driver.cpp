@@ -12,8 +12,6 @@ namespace taot::driver {
 namespace {
 
 std::atomic<const Api*> installed_api{nullptr};
-std::atomic<const Api*> active_api{nullptr};  // the table get() returns, once known
-std::atomic<std::uint64_t> table_generation{1};
 
 struct Loaded {
   Api api;
@@ -65,8 +63,6 @@ void install_for_testing(const Api* api) {
   active_api.store(api, std::memory_order_release);
   table_generation.fetch_add(1, std::memory_order_acq_rel);
 }
-
-std::uint64_t generation() noexcept { return table_generation.load(std::memory_order_relaxed); }
 
 Status call_error(const Api& api, const char* call, CUresult result) {
   const char* name = nullptr;

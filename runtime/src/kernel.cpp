@@ -210,12 +210,26 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
                                                     std::to_string(grid_z) +
                                                     ") exceeds the CUDA limits (2147483647, 65535, 65535)");
 
-  Expected<const driver::Api*> api = driver::get();
-  if (!api.ok()) return std::move(api).take_status();
-  Expected<detail::ContextRef> context = detail::current_context(**api);
-  if (!context.ok()) return std::move(context).take_status().with_context(index.qualified_name());
-  Expected<detail::LoadedFunction*> loaded = detail::function_for(**api, **state, *table_, *selected, *context);
-  if (!loaded.ok()) return std::move(loaded).take_status();
+  // Hot path: the driver table, the thread's last context and the variant's function are known.
+  const driver::Api* api = driver::loaded();
+  if (api == nullptr) {
+    Expected<const driver::Api*> loaded_api = driver::get();
+    if (!loaded_api.ok()) return std::move(loaded_api).take_status();
+    api = *loaded_api;
+  }
+  CUcontext current = nullptr;
+  Expected<detail::ContextRef> context = detail::last_context.context;
+  if (api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr || current != context->handle ||
+      detail::last_context.generation != driver::generation()) {
+    context = detail::current_context(*api);
+    if (!context.ok()) return std::move(context).take_status().with_context(index.qualified_name());
+  }
+  detail::LoadedFunction* function = detail::find_function((*state)->functions[*selected], context->id);
+  if (function == nullptr) {
+    Expected<detail::LoadedFunction*> loaded = detail::function_for(*api, **state, *table_, *selected, *context);
+    if (!loaded.ok()) return std::move(loaded).take_status();
+    function = *loaded;
+  }
 
   // Kernel parameters are read in place from the caller's taot_arg unions.
   static const CUdeviceptr null_scratch = 0;
@@ -234,23 +248,23 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   params[variant.param_count + 1] = const_cast<CUdeviceptr*>(&null_scratch);  // profile scratch
 
   const auto launch_with = [&](const detail::LoadedFunction& function) {
-    return (*api)->cuLaunchKernel(function.function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y),
+    return api->cuLaunchKernel(function.function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y),
                                   static_cast<unsigned>(grid_z), 32u * function.image->num_warps, 1, 1,
                                   function.image->shared_bytes, stream, params, nullptr);
   };
-  CUresult result = launch_with(**loaded);
+  CUresult result = launch_with(*function);
   if (detail::may_be_stale_context(result)) {
     // The thread's remembered context id may belong to a destroyed context that a new one
     // replaced at the same address: ask the driver again, and relaunch if it was so.
-    Expected<detail::ContextRef> fresh = detail::current_context(**api, /*refresh_id=*/true);
+    Expected<detail::ContextRef> fresh = detail::current_context(*api, /*refresh_id=*/true);
     if (fresh.ok() && fresh->id != context->id) {
-      Expected<detail::LoadedFunction*> reloaded = detail::function_for(**api, **state, *table_, *selected, *fresh);
+      Expected<detail::LoadedFunction*> reloaded = detail::function_for(*api, **state, *table_, *selected, *fresh);
       if (!reloaded.ok()) return std::move(reloaded).take_status();
       result = launch_with(**reloaded);
     }
   }
   if (result != CUDA_SUCCESS)
-    return driver::call_error(**api, "cuLaunchKernel", result).with_context(detail::variant_name(index, variant));
+    return driver::call_error(*api, "cuLaunchKernel", result).with_context(detail::variant_name(index, variant));
   return Status();
 }
 

@@ -12,18 +12,16 @@ Expected<ContextRef> current_context(const driver::Api& api, bool refresh_id) {
                          "no CUDA context is current on this thread; make one current first "
                          "(cuCtxSetCurrent, cuDevicePrimaryCtxRetain, or cudaSetDevice with the runtime API)");
   // The id of the last context this thread used, so that launches skip cuCtxGetId.
-  thread_local ContextRef last{nullptr, 0};
-  thread_local std::uint64_t last_generation = 0;
   const std::uint64_t generation = driver::generation();
-  if (!refresh_id && last.handle == context && last_generation == generation) return last;
+  if (!refresh_id && last_context.context.handle == context && last_context.generation == generation)
+    return last_context.context;
   std::uint64_t id = reinterpret_cast<std::uintptr_t>(context);
   if (api.cuCtxGetId != nullptr) {
     unsigned long long context_id = 0;
     if (api.cuCtxGetId(context, &context_id) == CUDA_SUCCESS) id = context_id;
   }
-  last = ContextRef{context, id};
-  last_generation = generation;
-  return last;
+  last_context = LastContext{ContextRef{context, id}, generation};
+  return last_context.context;
 }
 
 ModuleCache& ModuleCache::instance() {

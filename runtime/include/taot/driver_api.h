@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "taot/status.h"
@@ -47,9 +48,14 @@ Expected<const Api*> get();
 // For tests; not thread-safe with concurrent launches. The table must outlive its use.
 void install_for_testing(const Api* api);
 
+// The table get() returns once it is known, else null: a lock-free check for hot paths.
+inline std::atomic<const Api*> active_api{nullptr};
+inline const Api* loaded() noexcept { return active_api.load(std::memory_order_acquire); }
+
 // Changes whenever install_for_testing swaps the table, so that caches of driver handles
 // (per-thread context ids) know to start over.
-std::uint64_t generation() noexcept;
+inline std::atomic<std::uint64_t> table_generation{1};
+inline std::uint64_t generation() noexcept { return table_generation.load(std::memory_order_relaxed); }
 
 // "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)".
 Status call_error(const Api& api, const char* call, CUresult result);
