@@ -114,12 +114,20 @@ int main() {
   std::printf("CPU cost per launch, vector_add fp32 n=%d, variant %s (of %zu), %s\n", n, variant.id(),
               vector_add::add_kernel_variants().size(), name);
   std::printf("batches of %d launches after a sync, %d rounds, methods interleaved\n", kBatch, kRounds);
-  std::printf("%-30s %10s %10s %10s %12s\n", "method", "median us", "p10 us", "p90 us", "vs raw");
+  std::printf("%-30s %10s %10s %10s %10s %18s\n", "method", "median us", "p10 us", "p90 us", "vs raw",
+              "halves vs raw");
+  const auto half = [](const std::vector<double>& values, int which) {
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    return which == 0 ? std::vector<double>(values.begin(), middle) : std::vector<double>(middle, values.end());
+  };
   const double raw_median = percentile(methods[0].per_launch_us, 0.5);
   for (const auto& method : methods) {
     const double median = percentile(method.per_launch_us, 0.5);
-    std::printf("%-30s %10.3f %10.3f %10.3f %11.3fx\n", method.name.c_str(), median, percentile(method.per_launch_us, 0.1),
-                percentile(method.per_launch_us, 0.9), median / raw_median);
+    const double first = percentile(half(method.per_launch_us, 0), 0.5) / percentile(half(methods[0].per_launch_us, 0), 0.5);
+    const double second = percentile(half(method.per_launch_us, 1), 0.5) / percentile(half(methods[0].per_launch_us, 1), 0.5);
+    std::printf("%-30s %10.3f %10.3f %10.3f %9.3fx %8.3fx %8.3fx\n", method.name.c_str(), median,
+                percentile(method.per_launch_us, 0.1), percentile(method.per_launch_us, 0.9), median / raw_median, first,
+                second);
   }
 
   // Where taot's extra CPU time goes: the pieces of its launch path, timed alone (no GPU work).
