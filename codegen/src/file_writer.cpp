@@ -36,17 +36,17 @@ Expected<bool> write_if_changed(const std::filesystem::path& path, std::string_v
   try {
     temporary = temporary_path(path);
   } catch (const std::exception& error) {  // std::random_device without an entropy source
-    return Error(fmt::format("{}: cannot pick a temporary file name: {}", path.generic_string(), error.what()));
+    return input_error(fmt::format("{}: cannot pick a temporary file name: {}", path.generic_string(), error.what()));
   }
   {
     std::ofstream stream(temporary, std::ios::binary | std::ios::trunc);
-    if (!stream) return Error(fmt::format("{}: cannot create {}", path.generic_string(), temporary.generic_string()));
+    if (!stream) return input_error(fmt::format("{}: cannot create {}", path.generic_string(), temporary.generic_string()));
     stream.write(content.data(), static_cast<std::streamsize>(content.size()));
     stream.close();
     if (!stream) {
       std::error_code ignored;
       std::filesystem::remove(temporary, ignored);
-      return Error(fmt::format("{}: write failed (disk full?)", path.generic_string()));
+      return input_error(fmt::format("{}: write failed (disk full?)", path.generic_string()));
     }
   }
   std::error_code error;
@@ -54,7 +54,7 @@ Expected<bool> write_if_changed(const std::filesystem::path& path, std::string_v
   if (error) {
     std::error_code ignored;
     std::filesystem::remove(temporary, ignored);
-    return Error(fmt::format("{}: cannot replace the file: {}", path.generic_string(), error.message()));
+    return input_error(fmt::format("{}: cannot replace the file: {}", path.generic_string(), error.message()));
   }
   return true;
 }

@@ -195,7 +195,7 @@ class Renderer {
   explicit Renderer(const Manifest& manifest) : manifest_(manifest) {}
 
   Expected<std::vector<GeneratedFile>> render() {
-    if (auto status = collect_cubins(); !status.ok()) return std::move(status).error();
+    if (auto status = collect_cubins(); !status.ok()) return std::move(status).take_status();
     mstch::map context = {
         {"manifest_path", comment_text(manifest_.path.generic_string())},
         {"library", manifest_.library},
@@ -228,7 +228,7 @@ class Renderer {
     std::vector<GeneratedFile> rendered;
     for (const auto& [name, template_name] : files) {
       Expected<std::string> text = render_template(template_name, context);
-      if (!text.ok()) return std::move(text).error();
+      if (!text.ok()) return std::move(text).take_status();
       rendered.push_back(GeneratedFile{name, std::move(text).value()});
     }
     return rendered;
@@ -239,11 +239,11 @@ class Renderer {
     const auto templates = detail::embedded_templates();
     const auto found = std::find_if(templates.begin(), templates.end(),
                                     [&](const detail::EmbeddedTemplate& entry) { return entry.name == name; });
-    if (found == templates.end()) return Error(fmt::format("internal error: template {} is not embedded", name));
+    if (found == templates.end()) return input_error(fmt::format("internal error: template {} is not embedded", name));
     try {
       return mstch::render(std::string(found->text), context);
     } catch (const std::exception& error) {
-      return Error(fmt::format("internal error rendering template {}: {}", name, error.what()));
+      return input_error(fmt::format("internal error rendering template {}: {}", name, error.what()));
     }
   }
 
@@ -260,9 +260,9 @@ class Renderer {
         for (const Image& image : variant.images) {
           if (cubin_index_.count(image.cubin_sha256) != 0) continue;
           Expected<FileContent> content = read_file_with_sha256(image.cubin_path);
-          if (!content.ok()) return Error("cannot embed cubin: " + content.error().message());
+          if (!content.ok()) return input_error("cannot embed cubin: " + content.status().message());
           if (content->sha256 != image.cubin_sha256) {
-            return Error(fmt::format("cannot embed cubin {}: its sha256 is {} ({} bytes) but {} says {}: the file "
+            return input_error(fmt::format("cannot embed cubin {}: its sha256 is {} ({} bytes) but {} says {}: the file "
                                      "changed after the manifest was written",
                                      image.cubin_path.generic_string(), content->sha256, content->bytes.size(),
                                      manifest_.path.generic_string(), image.cubin_sha256));
@@ -468,7 +468,7 @@ Expected<std::vector<GeneratedFile>> render_library(const Manifest& manifest) {
   try {
     return Renderer(manifest).render();
   } catch (const std::exception& error) {  // allocation failure or a bug; never leaves the library
-    return Error(fmt::format("internal error generating {}: {}", manifest.library, error.what()));
+    return input_error(fmt::format("internal error generating {}: {}", manifest.library, error.what()));
   }
 }
 
@@ -482,18 +482,18 @@ std::vector<std::filesystem::path> GenerateResult::changed() const {
 
 Expected<GenerateResult> generate(const Manifest& manifest, const GenerateOptions& options) {
   Expected<std::vector<GeneratedFile>> files = render_library(manifest);
-  if (!files.ok()) return std::move(files).error();
+  if (!files.ok()) return std::move(files).take_status();
   std::error_code error;
   std::filesystem::create_directories(options.output_dir, error);
   if (error) {
-    return Error(fmt::format("{}: cannot create the output folder: {}", options.output_dir.generic_string(),
+    return input_error(fmt::format("{}: cannot create the output folder: {}", options.output_dir.generic_string(),
                              error.message()));
   }
   GenerateResult result;
   for (const GeneratedFile& file : *files) {
     const std::filesystem::path path = options.output_dir / file.name;
     Expected<bool> changed = write_if_changed(path, file.content);
-    if (!changed.ok()) return std::move(changed).error();
+    if (!changed.ok()) return std::move(changed).take_status();
     result.files.push_back(FileStatus{path, *changed});
   }
   return result;

@@ -1,5 +1,5 @@
 // Reads manifest.json into the typed model of manifest.h, checking every rule the generator and
-// the runtime's tables rely on. The first problem found is returned as an Error naming the
+// the runtime's tables rely on. The first problem found is returned as a Status naming the
 // manifest file and the JSON path.
 #include "taot/codegen/manifest.h"
 
@@ -106,7 +106,7 @@ class Reader {
   explicit Reader(std::string file) : file_(std::move(file)) {}
 
   bool failed() const noexcept { return error_.has_value(); }
-  Error error() const { return Error(*error_); }
+  Status error() const { return input_error(*error_); }
 
   void fail(const std::string& path, const std::string& problem) {
     if (!error_) error_ = path.empty() ? fmt::format("{}: {}", file_, problem) : fmt::format("{}: {}: {}", file_, path, problem);
@@ -777,7 +777,7 @@ class ManifestParser {
   void verify_cubin(const Image& image, const std::string& path) {
     Expected<FileContent> content = read_file_with_sha256(image.cubin_path);
     if (!content.ok()) {
-      reader_.fail(path, content.error().message());
+      reader_.fail(path, content.status().message());
       return;
     }
     if (content->bytes.empty()) {
@@ -832,19 +832,19 @@ Expected<Manifest> parse_manifest(std::string_view json_text, const std::filesys
   try {
     return ManifestParser(path, options).parse(json_text);
   } catch (const std::exception& error) {  // allocation failure or a bug; never leaves the library
-    return Error(fmt::format("{}: internal error reading the manifest: {}", path.generic_string(), error.what()));
+    return input_error(fmt::format("{}: internal error reading the manifest: {}", path.generic_string(), error.what()));
   }
 }
 
 Expected<Manifest> read_manifest(const std::filesystem::path& path, const ReadOptions& options) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
-    return Error(path.generic_string() + ": " + (std::filesystem::exists(path, error) ? "not a regular file" : "file not found"));
+    return input_error(path.generic_string() + ": " + (std::filesystem::exists(path, error) ? "not a regular file" : "file not found"));
   }
   std::ifstream stream(path, std::ios::binary);
-  if (!stream) return Error(path.generic_string() + ": cannot open for reading");
+  if (!stream) return input_error(path.generic_string() + ": cannot open for reading");
   const std::string text((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
-  if (stream.bad()) return Error(path.generic_string() + ": read failed");
+  if (stream.bad()) return input_error(path.generic_string() + ": read failed");
   return parse_manifest(text, path, options);
 }
 

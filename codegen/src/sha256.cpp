@@ -129,14 +129,14 @@ std::string sha256_hex(std::string_view bytes) {
 Expected<FileContent> read_file_with_sha256(const std::filesystem::path& path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
-    return Error(path.generic_string() + ": " +
+    return input_error(path.generic_string() + ": " +
                  (std::filesystem::exists(path, error) ? "not a regular file" : "file not found"));
   }
   std::ifstream stream(path, std::ios::binary);
-  if (!stream) return Error(path.generic_string() + ": cannot open for reading");
+  if (!stream) return input_error(path.generic_string() + ": cannot open for reading");
   FileContent content;
   content.bytes.assign(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
-  if (stream.bad()) return Error(path.generic_string() + ": read failed");
+  if (stream.bad()) return input_error(path.generic_string() + ": read failed");
   content.sha256 = sha256_hex(content.bytes);
   return content;
 }

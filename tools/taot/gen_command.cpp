@@ -10,14 +10,14 @@ namespace taot::tool {
 int run_gen(const GenOptions& options) {
   codegen::Expected<codegen::Manifest> manifest = codegen::read_manifest(options.manifest);
   if (!manifest.ok()) {
-    fmt::print(stderr, "taot gen: {}\n", manifest.error().message());
+    fmt::print(stderr, "taot gen: {}\n", manifest.status().message());
     return 1;
   }
   codegen::GenerateOptions generate_options;
   generate_options.output_dir = options.output;
   codegen::Expected<codegen::GenerateResult> result = codegen::generate(*manifest, generate_options);
   if (!result.ok()) {
-    fmt::print(stderr, "taot gen: {}\n", result.error().message());
+    fmt::print(stderr, "taot gen: {}\n", result.status().message());
     return 1;
   }
   if (!options.quiet) {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <variant>
 
-#include "taot/c_api.h"
+#include "taot/status_codes.h"
 
 namespace taot {
 
@@ -65,6 +65,7 @@ class [[nodiscard]] Expected {
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
   // The error; only when !ok().
   Status take_status() && { return std::get<1>(std::move(storage_)); }
   const Status& status() const { return std::get<1>(storage_); }

@@ -36,9 +36,9 @@ class GeneratedCodeTest : public ::testing::Test {
   void SetUp() override {
     if (std::string(TAOT_TEST_CUDA_INCLUDE).empty()) GTEST_SKIP() << "cuda.h not found (CUDAToolkit)";
     Expected<Manifest> manifest = read_manifest(builder.write());
-    ASSERT_TRUE(manifest.ok()) << manifest.error().message();
+    ASSERT_TRUE(manifest.ok()) << manifest.status().message();
     Expected<GenerateResult> result = generate(*manifest, {out});
-    ASSERT_TRUE(result.ok()) << result.error().message();
+    ASSERT_TRUE(result.ok()) << result.status().message();
   }
 
   std::string include_flags() const {

@@ -22,13 +22,13 @@ class GeneratorTest : public ::testing::Test {
  protected:
   Manifest read() {
     Expected<Manifest> manifest = read_manifest(builder.write());
-    EXPECT_TRUE(manifest.ok()) << manifest.error().message();
+    EXPECT_TRUE(manifest.ok()) << manifest.status().message();
     return manifest.ok() ? std::move(manifest).value() : Manifest{};
   }
 
   std::map<std::string, std::string> render(const Manifest& manifest) {
     Expected<std::vector<GeneratedFile>> files = render_library(manifest);
-    EXPECT_TRUE(files.ok()) << files.error().message();
+    EXPECT_TRUE(files.ok()) << files.status().message();
     std::map<std::string, std::string> by_name;
     if (files.ok()) {
       for (GeneratedFile& file : *files) by_name[file.name] = std::move(file.content);
@@ -48,7 +48,7 @@ class GeneratorTest : public ::testing::Test {
 
 TEST_F(GeneratorTest, RendersTheFiveFilesInOrder) {
   Expected<std::vector<GeneratedFile>> files = render_library(read());
-  ASSERT_TRUE(files.ok()) << files.error().message();
+  ASSERT_TRUE(files.ok()) << files.status().message();
   std::vector<std::string> names;
   for (const GeneratedFile& file : *files) names.push_back(file.name);
   EXPECT_EQ(names, (std::vector<std::string>{"demo.h", "demo_c.h", "demo.cpp", "demo_cubins.cpp", "CMakeLists.txt"}));
@@ -196,7 +196,7 @@ TEST_F(GeneratorTest, SecondRunWritesNothingAndKeepsMtimes) {
   const Manifest manifest = read();
   const auto out = dir.path() / "out" / "nested";
   Expected<GenerateResult> first = generate(manifest, {out});
-  ASSERT_TRUE(first.ok()) << first.error().message();
+  ASSERT_TRUE(first.ok()) << first.status().message();
   ASSERT_EQ(first->files.size(), 5u);
   EXPECT_EQ(first->changed().size(), 5u);
 
@@ -208,7 +208,7 @@ TEST_F(GeneratorTest, SecondRunWritesNothingAndKeepsMtimes) {
   }
 
   Expected<GenerateResult> second = generate(manifest, {out});
-  ASSERT_TRUE(second.ok()) << second.error().message();
+  ASSERT_TRUE(second.ok()) << second.status().message();
   EXPECT_TRUE(second->changed().empty());
   for (const FileStatus& file : second->files) {
     EXPECT_FALSE(file.changed) << file.path;
@@ -224,7 +224,7 @@ TEST_F(GeneratorTest, RewritesOnlyFilesWhoseContentChanged) {
   ASSERT_TRUE(generate(read(), {out}).ok());
   builder.json["kernels"][0]["variants"][0]["images"][0]["shared"] = 49152;
   Expected<GenerateResult> result = generate(read(), {out});
-  ASSERT_TRUE(result.ok()) << result.error().message();
+  ASSERT_TRUE(result.ok()) << result.status().message();
   EXPECT_EQ(result->changed(), std::vector<std::filesystem::path>{out / "demo.cpp"});
   EXPECT_THAT(testing::read_file(out / "demo.cpp"), HasSubstr("\"add_kernel\", 49152, 4, 1,"));
 }
@@ -234,7 +234,7 @@ TEST_F(GeneratorTest, FailsWhenACubinChangedAfterReading) {
   testing::write_file(builder.cubin_path(1, 0, 0), "changed");
   Expected<std::vector<GeneratedFile>> files = render_library(manifest);
   ASSERT_FALSE(files.ok());
-  EXPECT_THAT(files.error().message(), HasSubstr("_odd_kernel.cubin: its sha256 is"));
+  EXPECT_THAT(files.status().message(), HasSubstr("_odd_kernel.cubin: its sha256 is"));
 }
 
 TEST(WriteIfChanged, WritesCreatesAndReportsErrors) {
@@ -248,7 +248,7 @@ TEST(WriteIfChanged, WritesCreatesAndReportsErrors) {
   EXPECT_EQ(testing::read_file(path), "two");
   Expected<bool> failed = write_if_changed(dir.path() / "missing" / "f.txt", "x");
   ASSERT_FALSE(failed.ok());
-  EXPECT_THAT(failed.error().message(), HasSubstr("missing/f.txt"));
+  EXPECT_THAT(failed.status().message(), HasSubstr("missing/f.txt"));
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ class ManifestReaderTest : public ::testing::Test {
       ADD_FAILURE() << "the manifest was accepted";
       return "";
     }
-    return manifest.error().message();
+    return manifest.status().message();
   }
 
   TempDir dir;
@@ -36,7 +36,7 @@ class ManifestReaderTest : public ::testing::Test {
 
 TEST_F(ManifestReaderTest, ReadsTheModel) {
   const Expected<Manifest> read = read_manifest(builder.write());
-  ASSERT_TRUE(read.ok()) << read.error().message();
+  ASSERT_TRUE(read.ok()) << read.status().message();
   const Manifest& manifest = *read;
   EXPECT_EQ(manifest.library, "demo");
   EXPECT_EQ(manifest.schema_version, 1);
@@ -110,13 +110,13 @@ TEST_F(ManifestReaderTest, RejectsInvalidJson) {
   testing::write_file(path, "{\"schema\": \"taot.manifest\",");
   const Expected<Manifest> manifest = read_manifest(path);
   ASSERT_FALSE(manifest.ok());
-  EXPECT_THAT(manifest.error().message(), AllOf(HasSubstr("manifest.json"), HasSubstr("not valid JSON")));
+  EXPECT_THAT(manifest.status().message(), AllOf(HasSubstr("manifest.json"), HasSubstr("not valid JSON")));
 }
 
 TEST_F(ManifestReaderTest, RejectsMissingManifest) {
   const Expected<Manifest> manifest = read_manifest(dir.path() / "nowhere.json");
   ASSERT_FALSE(manifest.ok());
-  EXPECT_THAT(manifest.error().message(), HasSubstr("nowhere.json: file not found"));
+  EXPECT_THAT(manifest.status().message(), HasSubstr("nowhere.json: file not found"));
 }
 
 TEST_F(ManifestReaderTest, RejectsMissingCubinNamingTheFile) {

@@ -54,12 +54,12 @@ TEST(Sha256, HashesFilesAndNamesMissingOnes) {
   testing::TempDir dir;
   testing::write_file(dir.path() / "f.bin", "abc");
   const Expected<FileContent> content = read_file_with_sha256(dir.path() / "f.bin");
-  ASSERT_TRUE(content.ok()) << content.error().message();
+  ASSERT_TRUE(content.ok()) << content.status().message();
   EXPECT_EQ(content->bytes, "abc");
   EXPECT_EQ(content->sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   const Expected<FileContent> missing = read_file_with_sha256(dir.path() / "none.bin");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message().find("none.bin: file not found"), std::string::npos);
+  EXPECT_NE(missing.status().message().find("none.bin: file not found"), std::string::npos);
 }
 
 }  // namespace

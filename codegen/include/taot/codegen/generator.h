@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "taot/codegen/expected.h"
+#include "taot/codegen/errors.h"
 #include "taot/codegen/manifest.h"
 
 namespace taot::codegen {

@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-#include "taot/codegen/expected.h"
+#include "taot/codegen/errors.h"
 
 namespace taot::codegen {
 

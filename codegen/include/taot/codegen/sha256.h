@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "taot/codegen/expected.h"
+#include "taot/codegen/errors.h"
 
 namespace taot::codegen {
 
