@@ -286,10 +286,7 @@ class Renderer {
       const Arg& arg = kernel.args[call_args[i]];
       std::vector<std::string> types;
       for (DType dtype : arg.types) types.emplace_back(dtype_enumerator(dtype));
-      const std::string c_arg =
-          arg.kind == ArgKind::pointer
-              ? fmt::format("taot::arg(taot::Ptr({0}.address, static_cast<taot::DType>({0}.dtype)))", params[i])
-              : fmt::format("taot::arg({})", params[i]);
+      const std::string c_arg = fmt::format("taot::arg({})", params[i]);
       arg_items.push_back(mstch::map{
           {"index", number(i)},
           {"arg_name", arg.name},

@@ -134,3 +134,22 @@ def test_gen_rejects_missing_manifest(tmp_path, run_taot):
     result = run_taot("gen", tmp_path / "nothing.json", "-o", tmp_path / "gen")
     assert result.returncode != 0
     assert "nothing.json" in result.stderr
+
+
+def test_build_library_builds_the_static_library(tmp_path, run_taot):
+    spec = write_spec(tmp_path)
+    out = tmp_path / "out"
+    result = run_taot("build", spec, "-o", out, "--build-library", "-j", "1")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (out / "build" / "libscale.a").exists()
+    assert "[3/3] cmake build" in result.stderr
+
+
+def test_missing_python_interpreter_is_named(tmp_path, taot_bin):
+    import os
+    import subprocess
+    spec = write_spec(tmp_path)
+    result = subprocess.run([str(taot_bin), "compile", str(spec), "-o", str(tmp_path / "out")], capture_output=True,
+                            text=True, env={**os.environ, "TAOT_PYTHON": "/nonexistent/python9"})
+    assert result.returncode != 0
+    assert "cannot run /nonexistent/python9" in result.stderr

@@ -14,6 +14,7 @@ struct CompileOptions {
   std::vector<std::string> targets;
   bool quiet = false;
   bool list_only = false;
+  bool build_library = false;  // taot build: also configure and build the library with CMake
 };
 
 struct GenOptions {
@@ -26,7 +27,8 @@ struct GenOptions {
 int run_compile(const CompileOptions& options);
 // `taot gen`: manifest.json -> C++ library sources.
 int run_gen(const GenOptions& options);
-// `taot build`: compile, then gen into the same folder.
+// `taot build`: compile, then gen into the same folder, then (build_library) cmake into
+// <output>/build.
 int run_build(const CompileOptions& options);
 
 }  // namespace taot::tool

@@ -1,20 +1,11 @@
 // `taot compile`: hands the spec to the Python front end, the one step that needs Triton.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include <fmt/core.h>
-
 #include "commands.h"
-
-extern char** environ;
+#include "process.h"
 
 namespace taot::tool {
 namespace {
@@ -47,25 +38,7 @@ int run_compile(const CompileOptions& options) {
   if (options.quiet) args.push_back("--quiet");
   if (options.list_only) args.push_back("--list");
   add_source_pythonpath();
-
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  pid_t child = 0;
-  const int spawned = posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), environ);
-  if (spawned != 0) {
-    fmt::print(stderr, "taot compile: cannot run {} ({}); set TAOT_PYTHON to a Python with triton==3.6.0\n", argv[0],
-               std::strerror(spawned));
-    return 1;
-  }
-  int status = 0;
-  if (waitpid(child, &status, 0) < 0) {
-    fmt::print(stderr, "taot compile: lost the Python front end ({})\n", std::strerror(errno));
-    return 1;
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  fmt::print(stderr, "taot compile: the Python front end was killed by signal {}\n", WTERMSIG(status));
-  return 1;
+  return run_process(args, "taot compile (the Python is $TAOT_PYTHON, else python3)");
 }
 
 }  // namespace taot::tool

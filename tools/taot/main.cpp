@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   compile_command->add_flag("--list", compile.list_only, "List the variants the spec makes, compile nothing");
   CLI::App* build_command = app.add_subcommand("build", "compile + gen: spec to library sources in one folder");
   add_compile_options(build_command);
+  build_command->add_flag("--build-library", compile.build_library,
+                          "Also configure and build the library with CMake into OUTPUT/build");
 
   taot::tool::GenOptions gen;
   CLI::App* gen_command = app.add_subcommand("gen", "Generate C++ library sources from a manifest.json");

@@ -93,6 +93,12 @@ inline taot_arg arg(Ptr pointer) noexcept {
   value.dtype = static_cast<std::int32_t>(pointer.dtype());
   return value;
 }
+inline taot_arg arg(taot_ptr pointer) noexcept {
+  taot_arg value{};
+  value.address = pointer.address;
+  value.dtype = pointer.dtype;
+  return value;
+}
 inline taot_arg arg(std::int32_t integer) noexcept {
   taot_arg value{};
   value.integer = integer;
