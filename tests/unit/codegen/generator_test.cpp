@@ -181,7 +181,9 @@ TEST_F(GeneratorTest, EmbedsEachDistinctCubinOnce) {
 TEST_F(GeneratorTest, CMakeListsBuildsTheLibrary) {
   const std::string cmake = render(read())["CMakeLists.txt"];
   EXPECT_THAT(cmake, HasSubstr("option(demo_shared \"Build demo as a shared library\" OFF)"));
-  EXPECT_THAT(cmake, HasSubstr("if(NOT TARGET taot::runtime)\n  find_package(taot REQUIRED)\nendif()"));
+  EXPECT_THAT(cmake, HasSubstr("if(NOT TARGET taot::runtime)\n  if(TAOT_SOURCE_DIR)\n"
+                               "    add_subdirectory(\"${TAOT_SOURCE_DIR}/runtime\" taot_runtime)\n"
+                               "  else()\n    find_package(taot REQUIRED)\n  endif()\nendif()"));
   EXPECT_THAT(cmake, HasSubstr("target_link_libraries(demo PUBLIC taot::runtime)"));
   EXPECT_THAT(cmake, HasSubstr("target_compile_features(demo PUBLIC cxx_std_17)"));
 }
