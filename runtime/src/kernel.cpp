@@ -247,10 +247,10 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   params[variant.param_count] = const_cast<CUdeviceptr*>(&null_scratch);      // global scratch
   params[variant.param_count + 1] = const_cast<CUdeviceptr*>(&null_scratch);  // profile scratch
 
-  const auto launch_with = [&](const detail::LoadedFunction& function) {
-    return api->cuLaunchKernel(function.function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y),
-                                  static_cast<unsigned>(grid_z), 32u * function.image->num_warps, 1, 1,
-                                  function.image->shared_bytes, stream, params, nullptr);
+  const auto launch_with = [&](const detail::LoadedFunction& target) {
+    return api->cuLaunchKernel(target.function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y),
+                               static_cast<unsigned>(grid_z), 32u * target.image->num_warps, 1, 1,
+                               target.image->shared_bytes, stream, params, nullptr);
   };
   CUresult result = launch_with(*function);
   if (detail::may_be_stale_context(result)) {
