@@ -8,6 +8,7 @@
 
 #include "gpu_check.h"
 #include "vector_add.h"
+#include "vector_add_c.h"
 
 namespace {
 
@@ -168,6 +169,24 @@ int main() {
                  return vector_add::add_kernel(stream, x, y, out, count, config);
                }));
       }
+    }
+    // The C ABI: the typed entry point (automatic) and taot_launch with an exact config.
+    const auto c_status = [](taot_status code) {
+      return code == TAOT_OK ? taot::Status() : taot::Status::error(code, taot_last_error());
+    };
+    const auto c_ptr = [](taot::Ptr pointer) { return taot_ptr{pointer.address(), static_cast<std::int32_t>(pointer.dtype())}; };
+    for (std::size_t n : sizes) {
+      const std::size_t offsets[3] = {1, 0, 1};
+      record(std::string("C entry ") + dtype_name + " n=" + std::to_string(n),
+             run_case(buffers, dtype_case.dtype, offsets, n, [&](auto x, auto y, auto out, std::int32_t count) {
+               return c_status(vector_add_add_kernel(stream, c_ptr(x), c_ptr(y), c_ptr(out), count));
+             }));
+      record(std::string("C taot_launch config ") + dtype_name + " n=" + std::to_string(n),
+             run_case(buffers, dtype_case.dtype, offsets, n, [&](auto x, auto y, auto out, std::int32_t count) {
+               const taot_arg args[] = {taot::arg(x), taot::arg(y), taot::arg(out), taot::arg(count)};
+               const taot_config_value config[] = {{"BLOCK_SIZE", 256, 0.0}, {"num_warps", 4, 0.0}};
+               return c_status(taot_launch(vector_add_add_kernel_handle(), stream, args, 4, config, 2));
+             }));
     }
     GPU_CHECK(cuMemFree(buffers.x));
     GPU_CHECK(cuMemFree(buffers.y));
