@@ -31,6 +31,10 @@ class DispatchIndex {
   // predicate it failed and what was compiled.
   Expected<std::size_t> select(const taot_arg* args, std::size_t arg_count, const Selection& selection) const;
 
+  // The variant an automatic selection already chose for arguments with the same facts, or -1
+  // (not chosen yet, not an automatic selection, or an argument no variant takes): then select().
+  std::int64_t memoized(const taot_arg* args, std::size_t arg_count, const Selection& selection) const noexcept;
+
   // The library-qualified kernel name used in messages, "vector_add::add_kernel".
   const std::string& qualified_name() const noexcept { return qualified_name_; }
 
@@ -94,6 +98,18 @@ inline int DispatchIndex::fact_of(std::size_t arg_index, const taot_arg& value) 
     }
     default: return 0;
   }
+}
+
+inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t arg_count,
+                                            const Selection& selection) const noexcept {
+  if (!memo_ || selection.fields() != nullptr || selection.is_variant() || arg_count != table_->arg_count) return -1;
+  std::size_t key = 0;
+  for (std::size_t a = 0; a < arg_count; ++a) {
+    const int fact = fact_of(a, args[a]);
+    if (fact < 0) return -1;
+    key = key * fact_radix_[a] + static_cast<std::size_t>(fact);
+  }
+  return memo_[key].load(std::memory_order_relaxed);
 }
 
 }  // namespace taot::detail

@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 
 #include <atomic>
-#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -61,7 +60,6 @@ Expected<const Api*> get() {
 void install_for_testing(const Api* api) {
   installed_api.store(api, std::memory_order_release);
   active_api.store(api, std::memory_order_release);
-  table_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 Status call_error(const Api& api, const char* call, CUresult result) {

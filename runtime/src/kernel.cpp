@@ -16,8 +16,11 @@ namespace taot {
 namespace detail {
 
 // A variant's function in one context. Nodes form a per-variant list that launches read without a
-// lock; they are added under the module cache's lock and removed only by unload().
+// lock, newest first; they are added under the module cache's lock and removed only by unload().
+// Launches find a node by context handle; a context re-created at the same address gets a new node
+// (found first) once a launch with the old one fails.
 struct LoadedFunction {
+  CUcontext context;
   std::uint64_t context_id;
   CUfunction function;
   const table::Image* image;
@@ -48,6 +51,12 @@ bool may_be_stale_context(CUresult result) {
 LoadedFunction* find_function(const std::atomic<LoadedFunction*>& head, std::uint64_t context_id) {
   for (LoadedFunction* node = head.load(std::memory_order_acquire); node != nullptr; node = node->next)
     if (node->context_id == context_id) return node;
+  return nullptr;
+}
+
+LoadedFunction* find_function_by_handle(const std::atomic<LoadedFunction*>& head, CUcontext context) {
+  for (LoadedFunction* node = head.load(std::memory_order_acquire); node != nullptr; node = node->next)
+    if (node->context == context) return node;
   return nullptr;
 }
 
@@ -142,7 +151,7 @@ Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIn
     (void)ModuleCache::instance().release(api, context, image->cubin);
     return driver::call_error(api, "cuModuleGetFunction", result).with_context(variant_name(index, variant));
   }
-  return new LoadedFunction{context.id, function, image, nullptr};
+  return new LoadedFunction{context.handle, context.id, function, image, nullptr};
 }
 
 // The function of `variant_index` in `context`: lock-free when loaded, else loaded exactly once.
@@ -196,9 +205,14 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   Expected<detail::KernelState*> state = built != nullptr ? Expected<detail::KernelState*>(built) : this->state();
   if (!state.ok()) return std::move(state).take_status();
   const detail::DispatchIndex& index = (*state)->index;
-  Expected<std::size_t> selected = index.select(args, arg_count, selection);
-  if (!selected.ok()) return std::move(selected).take_status();
-  const table::Variant& variant = table_->variants[*selected];
+  const std::int64_t memoized = index.memoized(args, arg_count, selection);
+  std::size_t selected = static_cast<std::size_t>(memoized);
+  if (memoized < 0) {
+    Expected<std::size_t> chosen = index.select(args, arg_count, selection);
+    if (!chosen.ok()) return std::move(chosen).take_status();
+    selected = *chosen;
+  }
+  const table::Variant& variant = table_->variants[selected];
 
   std::array<std::int64_t, 3> grid;
   if (Status status = detail::evaluate_grid(*table_, variant, args, grid); !status.ok()) return status;
@@ -210,7 +224,7 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
                                                     std::to_string(grid_z) +
                                                     ") exceeds the CUDA limits (2147483647, 65535, 65535)");
 
-  // Hot path: the driver table, the thread's last context and the variant's function are known.
+  // Hot path: the driver table is loaded and the variant has a function in the current context.
   const driver::Api* api = driver::loaded();
   if (api == nullptr) {
     Expected<const driver::Api*> loaded_api = driver::get();
@@ -218,15 +232,13 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
     api = *loaded_api;
   }
   CUcontext current = nullptr;
-  Expected<detail::ContextRef> context = detail::last_context.context;
-  if (api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr || current != context->handle ||
-      detail::last_context.generation != driver::generation()) {
-    context = detail::current_context(*api);
-    if (!context.ok()) return std::move(context).take_status().with_context(index.qualified_name());
-  }
-  detail::LoadedFunction* function = detail::find_function((*state)->functions[*selected], context->id);
+  const detail::LoadedFunction* function = nullptr;
+  if (api->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr)
+    function = detail::find_function_by_handle((*state)->functions[selected], current);
   if (function == nullptr) {
-    Expected<detail::LoadedFunction*> loaded = detail::function_for(*api, **state, *table_, *selected, *context);
+    Expected<detail::ContextRef> context = detail::current_context(*api);
+    if (!context.ok()) return std::move(context).take_status().with_context(index.qualified_name());
+    Expected<detail::LoadedFunction*> loaded = detail::function_for(*api, **state, *table_, selected, *context);
     if (!loaded.ok()) return std::move(loaded).take_status();
     function = *loaded;
   }
@@ -254,11 +266,11 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   };
   CUresult result = launch_with(*function);
   if (detail::may_be_stale_context(result)) {
-    // The thread's remembered context id may belong to a destroyed context that a new one
-    // replaced at the same address: ask the driver again, and relaunch if it was so.
-    Expected<detail::ContextRef> fresh = detail::current_context(*api, /*refresh_id=*/true);
-    if (fresh.ok() && fresh->id != context->id) {
-      Expected<detail::LoadedFunction*> reloaded = detail::function_for(*api, **state, *table_, *selected, *fresh);
+    // The function may belong to a destroyed context that a new one replaced at the same address:
+    // ask the driver for the context's id, and load and relaunch if it was so.
+    Expected<detail::ContextRef> fresh = detail::current_context(*api);
+    if (fresh.ok() && fresh->id != function->context_id) {
+      Expected<detail::LoadedFunction*> reloaded = detail::function_for(*api, **state, *table_, selected, *fresh);
       if (!reloaded.ok()) return std::move(reloaded).take_status();
       result = launch_with(**reloaded);
     }

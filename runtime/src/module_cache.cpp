@@ -3,7 +3,7 @@
 
 namespace taot::detail {
 
-Expected<ContextRef> current_context(const driver::Api& api, bool refresh_id) {
+Expected<ContextRef> current_context(const driver::Api& api) {
   CUcontext context = nullptr;
   const CUresult result = api.cuCtxGetCurrent(&context);
   if (result != CUDA_SUCCESS) return driver::call_error(api, "cuCtxGetCurrent", result);
@@ -11,17 +11,12 @@ Expected<ContextRef> current_context(const driver::Api& api, bool refresh_id) {
     return Status::error(TAOT_NO_CONTEXT,
                          "no CUDA context is current on this thread; make one current first "
                          "(cuCtxSetCurrent, cuDevicePrimaryCtxRetain, or cudaSetDevice with the runtime API)");
-  // The id of the last context this thread used, so that launches skip cuCtxGetId.
-  const std::uint64_t generation = driver::generation();
-  if (!refresh_id && last_context.context.handle == context && last_context.generation == generation)
-    return last_context.context;
   std::uint64_t id = reinterpret_cast<std::uintptr_t>(context);
   if (api.cuCtxGetId != nullptr) {
     unsigned long long context_id = 0;
     if (api.cuCtxGetId(context, &context_id) == CUDA_SUCCESS) id = context_id;
   }
-  last_context = LastContext{ContextRef{context, id}, generation};
-  return last_context.context;
+  return ContextRef{context, id};
 }
 
 ModuleCache& ModuleCache::instance() {

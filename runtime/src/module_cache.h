@@ -17,19 +17,8 @@ struct ContextRef {
   std::uint64_t id;
 };
 
-// The last context the calling thread used, with its id, and the driver table generation it
-// was seen under.
-struct LastContext {
-  ContextRef context{nullptr, 0};
-  std::uint64_t generation = 0;
-};
-inline thread_local LastContext last_context;
-
-// The current context of the calling thread; TAOT_NO_CONTEXT when there is none. The id is
-// remembered per thread for the last context seen, so a context destroyed and re-created at the
-// same address keeps its old id until a caller asks again with `refresh_id` (launches do, when the
-// driver says a handle or context is no longer valid).
-Expected<ContextRef> current_context(const driver::Api& api, bool refresh_id = false);
+// The current context of the calling thread, with its id; TAOT_NO_CONTEXT when there is none.
+Expected<ContextRef> current_context(const driver::Api& api);
 
 // Thread-safe. All loading in the process happens under its one lock, so a (context, cubin) is
 // loaded exactly once however many threads ask at the same time.

@@ -52,11 +52,6 @@ void install_for_testing(const Api* api);
 inline std::atomic<const Api*> active_api{nullptr};
 inline const Api* loaded() noexcept { return active_api.load(std::memory_order_acquire); }
 
-// Changes whenever install_for_testing swaps the table, so that caches of driver handles
-// (per-thread context ids) know to start over.
-inline std::atomic<std::uint64_t> table_generation{1};
-inline std::uint64_t generation() noexcept { return table_generation.load(std::memory_order_relaxed); }
-
 // "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)".
 Status call_error(const Api& api, const char* call, CUresult result);
 
