@@ -23,10 +23,10 @@ python3 -c 'import triton, torch; print("triton", triton.__version__, "torch", t
 step "taot build examples/vector_add/vector_add.toml (-j $jobs, cold)"
 rm -rf "$work/vector_add"
 start=$(date +%s%N)
-"$taot_bin" build examples/vector_add/vector_add.toml -o "$work/vector_add" -j "$jobs" --quiet || fail "taot build"
+"$taot_bin" build examples/vector_add/vector_add.toml -o "$work/vector_add" -j "$jobs" --python --quiet || fail "taot build"
 echo "cold build: $(( ($(date +%s%N) - start) / 1000000 )) ms"
 start=$(date +%s%N)
-"$taot_bin" build examples/vector_add/vector_add.toml -o "$work/vector_add" -j "$jobs" 2>&1 | tail -2
+"$taot_bin" build examples/vector_add/vector_add.toml -o "$work/vector_add" -j "$jobs" --python 2>&1 | tail -2
 echo "no-change rebuild: $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
 step "upstream triton.tools.compile + link for the same kernel and config"
@@ -43,7 +43,8 @@ fi
 step "configure and build the GPU tests and benchmarks"
 configure() {
   cmake -S . -B "$work/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTAOT_BUILD_TOOLS=OFF -DTAOT_BUILD_TESTS=OFF \
-    -DTAOT_BUILD_GPU_TESTS=ON -DTAOT_VECTOR_ADD_DIR="$work/vector_add" -DTAOT_UPSTREAM_AOT_DIR="$1" >/dev/null
+    -DTAOT_BUILD_GPU_TESTS=ON -DTAOT_VECTOR_ADD_DIR="$work/vector_add" -DTAOT_UPSTREAM_AOT_DIR="$1" \
+    -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 }
 configure "$upstream" && cmake --build "$work/cmake" -j "$jobs" > "$logs/gpu_build.log" 2>&1
 if [ $? -ne 0 ]; then
@@ -55,13 +56,26 @@ fi
 step "GPU tests (ctest -L gpu)"
 (cd "$work/cmake" && ctest -L gpu --output-on-failure -V | grep -E "variants|passed|failed|FAIL") || fail "GPU tests"
 
+step "Python module tests (vector_add through the generated module, with torch)"
+module_dir=$work/cmake/generated/vector_add
+PYTHONPATH=$module_dir:$PYTHONPATH python3 tests/gpu/run_python_tests.py tests/gpu/python/test_vector_add_module.py \
+  || fail "Python module tests"
+
+if [ -f examples/fused_moe/test_fused_moe_gpu.py ]; then
+  step "fused MoE through Triton JIT against the torch reference"
+  (cd examples/fused_moe && python3 "$root/tests/gpu/run_python_tests.py" test_fused_moe_gpu.py) || fail "fused MoE tests"
+fi
+
 step "example program"
-cmake -S examples/vector_add -B "$work/example" -G Ninja -DTAOT_GENERATED_DIR="$work/vector_add" >/dev/null \
+cmake -S examples/vector_add -B "$work/example" -G Ninja -DTAOT_GENERATED_DIR="$work/vector_add" \
+  -Dvector_add_python=OFF >/dev/null \
   && cmake --build "$work/example" -j "$jobs" > "$logs/example_build.log" 2>&1 \
   && "$work/example/vector_add_example" || fail "example"
 
 step "benchmark: CPU cost per launch"
 "$work/cmake/bench/bench_launch_overhead" || fail "launch overhead benchmark"
+step "benchmark: CPU cost per call from Python"
+PYTHONPATH=$module_dir:$PYTHONPATH python3 bench/python_launch_overhead.py || fail "Python launch benchmark"
 step "benchmark: bandwidth"
 "$work/cmake/bench/bench_bandwidth" || fail "bandwidth benchmark"
 

@@ -192,7 +192,7 @@ struct Cubin {
 
 class Renderer {
  public:
-  explicit Renderer(const Manifest& manifest) : manifest_(manifest) {}
+  Renderer(const Manifest& manifest, bool python) : manifest_(manifest), python_(python) {}
 
   Expected<std::vector<GeneratedFile>> render() {
     if (auto status = collect_cubins(); !status.ok()) return std::move(status).take_status();
@@ -201,6 +201,7 @@ class Renderer {
         {"library", manifest_.library},
         {"library_literal", c_string_literal(manifest_.library)},
         {"guard", guard()},
+        {"python", python_},
     };
     std::vector<mstch::map> kernels;
     for (const Kernel& kernel : manifest_.kernels) kernels.push_back(kernel_context(kernel));
@@ -224,9 +225,11 @@ class Renderer {
         {lib + ".cpp", "library.cpp.mustache"},
         {lib + "_cubins.cpp", "library_cubins.cpp.mustache"},
         {"CMakeLists.txt", "CMakeLists.txt.mustache"},
+        {lib + "_python.cpp", "library_python.cpp.mustache"},
     };
     std::vector<GeneratedFile> rendered;
     for (const auto& [name, template_name] : files) {
+      if (template_name == "library_python.cpp.mustache" && !python_) continue;
       Expected<std::string> text = render_template(template_name, context);
       if (!text.ok()) return std::move(text).take_status();
       rendered.push_back(GeneratedFile{name, std::move(text).value()});
@@ -455,15 +458,16 @@ class Renderer {
   }
 
   const Manifest& manifest_;
+  const bool python_;
   std::vector<Cubin> cubins_;
   std::map<std::string, std::size_t> cubin_index_;  // sha256 -> index into cubins_
 };
 
 }  // namespace
 
-Expected<std::vector<GeneratedFile>> render_library(const Manifest& manifest) {
+Expected<std::vector<GeneratedFile>> render_library(const Manifest& manifest, bool python) {
   try {
-    return Renderer(manifest).render();
+    return Renderer(manifest, python).render();
   } catch (const std::exception& error) {  // allocation failure or a bug; never leaves the library
     return input_error(fmt::format("internal error generating {}: {}", manifest.library, error.what()));
   }
@@ -478,7 +482,7 @@ std::vector<std::filesystem::path> GenerateResult::changed() const {
 }
 
 Expected<GenerateResult> generate(const Manifest& manifest, const GenerateOptions& options) {
-  Expected<std::vector<GeneratedFile>> files = render_library(manifest);
+  Expected<std::vector<GeneratedFile>> files = render_library(manifest, options.python);
   if (!files.ok()) return std::move(files).take_status();
   std::error_code error;
   std::filesystem::create_directories(options.output_dir, error);

@@ -35,6 +35,7 @@ int run_build(const CompileOptions& options) {
   gen.manifest = (std::filesystem::path(options.output) / "manifest.json").string();
   gen.output = options.output;
   gen.quiet = options.quiet;
+  gen.python = options.python;
   if (!options.quiet) fmt::print(stderr, "[2/{}] taot gen {} -> {}\n", steps, gen.manifest, gen.output);
   if (const int code = run_gen(gen); code != 0 || !options.build_library) return code;
   if (!options.quiet) fmt::print(stderr, "[3/3] cmake build {}/build\n", options.output);

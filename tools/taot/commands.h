@@ -15,12 +15,14 @@ struct CompileOptions {
   bool quiet = false;
   bool list_only = false;
   bool build_library = false;  // taot build: also configure and build the library with CMake
+  bool python = false;         // taot build: also generate the Python module
 };
 
 struct GenOptions {
   std::string manifest;
   std::string output;
   bool quiet = false;
+  bool python = false;  // also generate the Python module (nanobind)
 };
 
 // `taot compile`: runs the Python front end (python3 -m taot.compile), which calls Triton.

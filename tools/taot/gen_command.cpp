@@ -15,6 +15,7 @@ int run_gen(const GenOptions& options) {
   }
   codegen::GenerateOptions generate_options;
   generate_options.output_dir = options.output;
+  generate_options.python = options.python;
   codegen::Expected<codegen::GenerateResult> result = codegen::generate(*manifest, generate_options);
   if (!result.ok()) {
     fmt::print(stderr, "taot gen: {}\n", result.status().message());

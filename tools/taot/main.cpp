@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   compile_command->add_flag("--list", compile.list_only, "List the variants the spec makes, compile nothing");
   CLI::App* build_command = app.add_subcommand("build", "compile + gen: spec to library sources in one folder");
   add_compile_options(build_command);
+  build_command->add_flag("--python", compile.python, "Also generate the Python module (nanobind) of the library");
   build_command->add_flag("--build-library", compile.build_library,
                           "Also configure and build the library with CMake into OUTPUT/build");
 
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   gen_command->add_option("manifest", gen.manifest, "manifest.json written by taot compile")->required()->check(CLI::ExistingFile);
   gen_command->add_option("-o,--output", gen.output, "Output folder for the sources")->required();
   gen_command->add_flag("-q,--quiet", gen.quiet, "Print errors only");
+  gen_command->add_flag("--python", gen.python, "Also generate the Python module (nanobind) of the library");
 
   CLI11_PARSE(app, argc, argv);
   if (compile_command->parsed()) return taot::tool::run_compile(compile);

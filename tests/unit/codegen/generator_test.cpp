@@ -26,8 +26,8 @@ class GeneratorTest : public ::testing::Test {
     return manifest.ok() ? std::move(manifest).value() : Manifest{};
   }
 
-  std::map<std::string, std::string> render(const Manifest& manifest) {
-    Expected<std::vector<GeneratedFile>> files = render_library(manifest);
+  std::map<std::string, std::string> render(const Manifest& manifest, bool python = false) {
+    Expected<std::vector<GeneratedFile>> files = render_library(manifest, python);
     EXPECT_TRUE(files.ok()) << files.status().message();
     std::map<std::string, std::string> by_name;
     if (files.ok()) {
@@ -176,6 +176,22 @@ TEST_F(GeneratorTest, EmbedsEachDistinctCubinOnce) {
   const std::string& source = files.at("demo.cpp");
   EXPECT_EQ(count(source, "detail::cubin_4, "), 2u);
   EXPECT_EQ(count(source, "extern const char cubin_"), 9u);
+}
+
+TEST_F(GeneratorTest, PythonModuleOnlyOnRequest) {
+  const Manifest manifest = read();
+  const auto plain = render(manifest);
+  EXPECT_EQ(plain.count("demo_python.cpp"), 0u);
+  EXPECT_THAT(plain.at("CMakeLists.txt"), Not(HasSubstr("nanobind")));
+  const auto with_python = render(manifest, /*python=*/true);
+  const std::string& module = with_python.at("demo_python.cpp");
+  EXPECT_THAT(module, HasSubstr("#include <taot/python.h>"));
+  EXPECT_THAT(module, HasSubstr("NB_MODULE(demo, module)"));
+  for (const Kernel& kernel : manifest.kernels)
+    EXPECT_THAT(module, HasSubstr("taot::python::bind_kernel(module, \"" + kernel.name + "\", demo::" + kernel.name +
+                                  "_kernel());"));
+  EXPECT_THAT(with_python.at("CMakeLists.txt"), HasSubstr("nanobind_add_module(demo_python NB_STATIC"));
+  EXPECT_THAT(with_python.at("CMakeLists.txt"), HasSubstr("set_target_properties(demo_python PROPERTIES OUTPUT_NAME demo)"));
 }
 
 TEST_F(GeneratorTest, CMakeListsBuildsTheLibrary) {

@@ -23,10 +23,12 @@ struct GeneratedFile {
 // CMakeLists.txt). Reads each distinct cubin once (images with equal cubin_sha256 share one
 // embedded array) and fails, naming the file, if it cannot be read or no longer has its
 // manifest sha256. Thread-safe.
-Expected<std::vector<GeneratedFile>> render_library(const Manifest& manifest);
+// With `python`, also <lib>_python.cpp and its part of CMakeLists.txt (a nanobind module).
+Expected<std::vector<GeneratedFile>> render_library(const Manifest& manifest, bool python = false);
 
 struct GenerateOptions {
   std::filesystem::path output_dir;  // created if missing
+  bool python = false;               // also generate the Python module (nanobind)
 };
 
 struct FileStatus {

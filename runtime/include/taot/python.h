@@ -1,0 +1,302 @@
+// Python bindings of generated libraries (nanobind, header-only): a generated <lib>_python.cpp
+// calls bind_kernel() once per kernel. Arguments are torch tensors (fast path, no build-time
+// dependency on torch) or any object with __cuda_array_interface__; launches go to the caller's
+// current torch stream unless `stream=` says otherwise; errors become Python exceptions carrying
+// the runtime's message. Functions hold the GIL (launches are short) and are thread-safe.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <cstdint>
+#include <deque>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "taot/runtime.h"
+
+namespace taot::python {
+
+namespace nb = nanobind;
+
+namespace detail {
+
+// Interned attribute names, made once.
+inline PyObject* interned(const char* text) { return PyUnicode_InternFromString(text); }
+
+// What taot needs from torch, looked up once torch has been imported by the program (taot never
+// imports it). References are kept for the life of the process.
+struct Torch {
+  bool ready = false;
+  PyTypeObject* tensor_type = nullptr;
+  PyObject* raw_stream = nullptr;      // torch._C._cuda_getCurrentRawStream(device)
+  PyObject* current_device = nullptr;  // torch._C._cuda_getDevice()
+  std::vector<std::pair<PyObject*, taot_dtype>> dtypes;
+};
+
+inline Torch& torch() {
+  static Torch state;
+  if (state.ready) return state;
+  PyObject* module = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
+  if (module == nullptr) return state;
+  nb::handle torch_module(module);
+  try {
+    state.tensor_type = reinterpret_cast<PyTypeObject*>(torch_module.attr("Tensor").inc_ref().ptr());
+    nb::object c_module = torch_module.attr("_C");
+    state.raw_stream = c_module.attr("_cuda_getCurrentRawStream").inc_ref().ptr();
+    state.current_device = c_module.attr("_cuda_getDevice").inc_ref().ptr();
+  } catch (const nb::python_error&) {
+    return state;  // a torch without CUDA: tensors still convert, streams default to 0
+  }
+  const std::pair<const char*, taot_dtype> names[] = {
+      {"float32", TAOT_DTYPE_FP32}, {"float16", TAOT_DTYPE_FP16}, {"bfloat16", TAOT_DTYPE_BF16},
+      {"float64", TAOT_DTYPE_FP64}, {"float8_e4m3fn", TAOT_DTYPE_FP8E4NV}, {"float8_e5m2", TAOT_DTYPE_FP8E5},
+      {"int8", TAOT_DTYPE_I8},      {"int16", TAOT_DTYPE_I16},     {"int32", TAOT_DTYPE_I32},
+      {"int64", TAOT_DTYPE_I64},    {"uint8", TAOT_DTYPE_U8},      {"uint16", TAOT_DTYPE_U16},
+      {"uint32", TAOT_DTYPE_U32},   {"uint64", TAOT_DTYPE_U64},    {"bool", TAOT_DTYPE_I1},
+  };
+  for (const auto& [name, dtype] : names) {
+    if (PyObject_HasAttrString(module, name)) state.dtypes.emplace_back(torch_module.attr(name).inc_ref().ptr(), dtype);
+  }
+  state.ready = true;
+  return state;
+}
+
+// __cuda_array_interface__ typestr -> dtype ("<f4" -> fp32); unknown for anything else.
+inline taot_dtype dtype_of_typestr(const std::string& typestr) {
+  if (typestr.size() < 3) return TAOT_DTYPE_UNKNOWN;
+  const std::string kind = typestr.substr(1);
+  if (kind == "f4") return TAOT_DTYPE_FP32;
+  if (kind == "f2") return TAOT_DTYPE_FP16;
+  if (kind == "f8") return TAOT_DTYPE_FP64;
+  if (kind == "i1") return TAOT_DTYPE_I8;
+  if (kind == "i2") return TAOT_DTYPE_I16;
+  if (kind == "i4") return TAOT_DTYPE_I32;
+  if (kind == "i8") return TAOT_DTYPE_I64;
+  if (kind == "u1") return TAOT_DTYPE_U8;
+  if (kind == "u2") return TAOT_DTYPE_U16;
+  if (kind == "u4") return TAOT_DTYPE_U32;
+  if (kind == "u8") return TAOT_DTYPE_U64;
+  if (kind == "b1") return TAOT_DTYPE_I1;
+  return TAOT_DTYPE_UNKNOWN;
+}
+
+inline std::string prefix(const table::KernelTable& table, const table::Arg& arg) {
+  return std::string(table.library) + "." + table.name + ": " + arg.name + ": ";
+}
+
+// A pointer argument from a torch tensor or a __cuda_array_interface__ object. Sets
+// `from_torch` when the object was a torch tensor.
+inline taot_arg pointer_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object,
+                            bool& from_torch) {
+  static PyObject* const data_ptr = interned("data_ptr");
+  static PyObject* const is_cuda = interned("is_cuda");
+  static PyObject* const dtype_name = interned("dtype");
+  static PyObject* const cuda_array_interface = interned("__cuda_array_interface__");
+  static PyObject* const array_interface = interned("__array_interface__");
+  taot_arg value{};
+  const Torch& torch_state = torch();
+  if (torch_state.tensor_type != nullptr && PyObject_TypeCheck(object.ptr(), torch_state.tensor_type)) {
+    from_torch = true;
+    nb::object on_cuda = nb::steal(PyObject_GetAttr(object.ptr(), is_cuda));
+    if (!on_cuda.is_valid()) throw nb::python_error();
+    if (!PyObject_IsTrue(on_cuda.ptr()))
+      throw nb::value_error((prefix(table, arg) + "the tensor is in host memory; taot kernels take CUDA tensors").c_str());
+    nb::object address = nb::steal(PyObject_CallMethodNoArgs(object.ptr(), data_ptr));
+    if (!address.is_valid()) throw nb::python_error();
+    value.address = PyLong_AsUnsignedLongLong(address.ptr());
+    nb::object dtype = nb::steal(PyObject_GetAttr(object.ptr(), dtype_name));
+    if (!dtype.is_valid()) throw nb::python_error();
+    value.dtype = TAOT_DTYPE_UNKNOWN;
+    for (const auto& [torch_dtype, taot_type] : torch_state.dtypes)
+      if (torch_dtype == dtype.ptr()) value.dtype = taot_type;
+    if (value.dtype == TAOT_DTYPE_UNKNOWN)
+      throw nb::type_error((prefix(table, arg) + "tensors of " + nb::str(dtype).c_str() + " are not supported").c_str());
+    return value;
+  }
+  nb::object interface = nb::steal(PyObject_GetAttr(object.ptr(), cuda_array_interface));
+  if (!interface.is_valid()) {
+    PyErr_Clear();
+    const std::string type_name = nb::type_name(object.type()).c_str();
+    if (PyObject_HasAttr(object.ptr(), array_interface))
+      throw nb::value_error((prefix(table, arg) + "a " + type_name +
+                             " in host memory; taot kernels take CUDA arrays (torch tensors on a GPU, or objects "
+                             "with __cuda_array_interface__)").c_str());
+    throw nb::type_error((prefix(table, arg) + "expected a CUDA tensor (torch, or an object with "
+                          "__cuda_array_interface__), got " + type_name).c_str());
+  }
+  try {
+    nb::dict description = nb::cast<nb::dict>(interface);
+    nb::tuple data = nb::cast<nb::tuple>(description["data"]);
+    value.address = nb::cast<std::uint64_t>(data[0]);
+    value.dtype = dtype_of_typestr(nb::cast<std::string>(description["typestr"]));
+  } catch (const nb::builtin_exception&) {
+    throw;
+  } catch (const std::exception&) {
+    throw nb::type_error((prefix(table, arg) + "its __cuda_array_interface__ lacks data or typestr").c_str());
+  }
+  if (value.dtype == TAOT_DTYPE_UNKNOWN)
+    throw nb::type_error((prefix(table, arg) + "its __cuda_array_interface__ typestr is not a dtype taot knows").c_str());
+  return value;
+}
+
+inline taot_arg scalar_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object) {
+  taot_arg value{};
+  switch (arg.kind) {
+    case table::ArgKind::int_scalar: {
+      if (!PyLong_Check(object.ptr()))
+        throw nb::type_error((prefix(table, arg) + "expected an int, got " + nb::type_name(object.type()).c_str()).c_str());
+      int overflow = 0;
+      value.integer = PyLong_AsLongLongAndOverflow(object.ptr(), &overflow);
+      if (overflow != 0) throw nb::value_error((prefix(table, arg) + "the value does not fit in 64 bits").c_str());
+      return value;
+    }
+    case table::ArgKind::float_scalar: {
+      const double real = PyFloat_AsDouble(object.ptr());
+      if (real == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw nb::type_error((prefix(table, arg) + "expected a float, got " + nb::type_name(object.type()).c_str()).c_str());
+      }
+      if (arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP64) value.real64 = real;
+      else value.real32 = static_cast<float>(real);
+      return value;
+    }
+    case table::ArgKind::bool_scalar: value.integer = PyObject_IsTrue(object.ptr()) ? 1 : 0; return value;
+    default: return value;
+  }
+}
+
+// `stream=`: None (the current torch stream when torch tensors were given, else 0), an int, or
+// an object with a `cuda_stream` int (torch.cuda.Stream).
+inline CUstream stream_arg(nb::handle stream, bool any_torch) {
+  if (stream.is_valid() && !stream.is_none()) {
+    if (PyLong_Check(stream.ptr())) return reinterpret_cast<CUstream>(PyLong_AsUnsignedLongLong(stream.ptr()));
+    return reinterpret_cast<CUstream>(nb::cast<std::uint64_t>(stream.attr("cuda_stream")));
+  }
+  const Torch& torch_state = torch();
+  if (!any_torch || torch_state.raw_stream == nullptr) return nullptr;
+  nb::object device = nb::steal(PyObject_CallNoArgs(torch_state.current_device));
+  if (!device.is_valid()) throw nb::python_error();
+  nb::object raw = nb::steal(PyObject_CallOneArg(torch_state.raw_stream, device.ptr()));
+  if (!raw.is_valid()) throw nb::python_error();
+  return reinterpret_cast<CUstream>(PyLong_AsUnsignedLongLong(raw.ptr()));
+}
+
+inline void raise(Status status) {
+  if (status.code() == TAOT_INVALID_ARGUMENT || status.code() == TAOT_NO_MATCHING_VARIANT)
+    throw nb::value_error(status.message().c_str());
+  throw std::runtime_error(status.message());
+}
+
+inline nb::object field_value(const table::ConfigField& field, std::uint16_t index) {
+  switch (field.kind) {
+    case table::FieldKind::float_value: return nb::float_(field.float_values[index]);
+    case table::FieldKind::bool_value: return nb::bool_(field.int_values[index] != 0);
+    case table::FieldKind::dtype_value: return nb::str(dtype_name(static_cast<DType>(field.int_values[index])));
+    default: return nb::int_(field.int_values[index]);
+  }
+}
+
+}  // namespace detail
+
+// Launches `kernel` with Python arguments: the call arguments in order, then keywords: `stream`,
+// `variant` (an index into the variant list) or config fields by name (exact selection).
+inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
+  const table::KernelTable& table = kernel.table();
+  if (args.size() != table.arg_count)
+    throw nb::type_error((std::string(table.library) + "." + table.name + "() takes " +
+                          std::to_string(table.arg_count) + " arguments, got " + std::to_string(args.size()))
+                             .c_str());
+  constexpr std::size_t kInlineArgs = 32;
+  taot_arg inline_values[kInlineArgs];
+  std::vector<taot_arg> heap_values;
+  taot_arg* values = inline_values;
+  if (table.arg_count > kInlineArgs) {
+    heap_values.resize(table.arg_count);
+    values = heap_values.data();
+  }
+  bool any_torch = false;
+  for (std::size_t a = 0; a < table.arg_count; ++a) {
+    const table::Arg& arg = table.args[a];
+    values[a] = arg.kind == table::ArgKind::pointer ? detail::pointer_arg(table, arg, args[a], any_torch)
+                                                    : detail::scalar_arg(table, arg, args[a]);
+  }
+
+  nb::handle stream;
+  Selection selection = Selection::automatic();
+  std::vector<FieldRequest> fields;
+  for (auto [key, item] : kwargs) {
+    const std::string name = nb::cast<std::string>(key);
+    if (name == "stream") {
+      stream = item;
+      continue;
+    }
+    if (name == "variant") {
+      selection = Selection::variant(nb::cast<std::size_t>(item));
+      continue;
+    }
+    std::size_t f = 0;
+    while (f < table.field_count && name != table.fields[f].name) ++f;
+    if (f == table.field_count) {
+      std::string known = "stream, variant";
+      for (std::size_t k = 0; k < table.field_count; ++k) known += std::string(", ") + table.fields[k].name;
+      throw nb::type_error((std::string(table.library) + "." + table.name + "(): unknown keyword '" + name +
+                            "'; the keywords are: " + known).c_str());
+    }
+    if (fields.empty()) fields.resize(table.field_count);
+    const table::ConfigField& field = table.fields[f];
+    FieldRequest& request = fields[f];
+    request.set = true;
+    if (field.kind == table::FieldKind::float_value) request.real = nb::cast<double>(item);
+    else if (field.kind == table::FieldKind::dtype_value)
+      request.integer = static_cast<std::int64_t>(dtype_from_name(nb::cast<std::string>(item)));
+    else request.integer = nb::cast<std::int64_t>(item);
+  }
+  if (!fields.empty()) {
+    if (selection.is_variant())
+      throw nb::type_error((std::string(table.library) + "." + table.name +
+                            "(): give either variant= or config keywords, not both").c_str());
+    selection = Selection::config(fields.data());
+  }
+  Status status = kernel.launch(detail::stream_arg(stream, any_torch), values, table.arg_count, selection);
+  if (!status.ok()) detail::raise(std::move(status));
+}
+
+// The variants of `kernel` as a list of dicts: index, id, config, description.
+inline nb::list variants(const Kernel& kernel) {
+  const table::KernelTable& table = kernel.table();
+  nb::list result;
+  for (VariantInfo info : kernel.variants()) {
+    nb::dict config;
+    for (std::size_t f = 0; f < table.field_count; ++f)
+      config[table.fields[f].name] = detail::field_value(table.fields[f], info.data().config[f]);
+    nb::dict entry;
+    entry["index"] = info.index();
+    entry["id"] = info.id();
+    entry["config"] = config;
+    entry["description"] = info.describe();
+    result.append(entry);
+  }
+  return result;
+}
+
+// Adds `<name>(*args, stream=None, variant=None, **config)` and `<name>_variants()` to `module`.
+inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
+  static std::deque<std::string> strings;  // names and docs handed to nanobind live as long as the module
+  const table::KernelTable& table = kernel.table();
+  std::string doc = std::string("Launches ") + table.library + "." + table.name + "(";
+  for (std::size_t a = 0; a < table.arg_count; ++a) doc += (a ? ", " : "") + std::string(table.args[a].name);
+  doc += ", *, stream=None, variant=None, **config) on the grid (" + std::string(table.grid_text[0]) + ", " +
+         table.grid_text[1] + ", " + table.grid_text[2] + "); config keywords:";
+  for (std::size_t f = 0; f < table.field_count; ++f) doc += std::string(" ") + table.fields[f].name;
+  const char* kept_doc = strings.emplace_back(std::move(doc)).c_str();
+  const char* variants_name = strings.emplace_back(std::string(name) + "_variants").c_str();
+  module.def(name, [&kernel](nb::args args, nb::kwargs kwargs) { launch(kernel, std::move(args), std::move(kwargs)); },
+             kept_doc);
+  module.def(variants_name, [&kernel]() { return variants(kernel); },
+             "The compiled variants: a list of dicts with index, id, config and description.");
+}
+
+}  // namespace taot::python

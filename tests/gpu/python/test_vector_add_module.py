@@ -1,0 +1,104 @@
+"""GPU tests of the generated Python module of vector_add, with torch: every dtype against
+torch's x + y, misaligned views, exact configs and variants, the current stream, CUDA graph
+capture and torch.compile. Needs the module on PYTHONPATH (scripts/gpu_suite.sh sets it)."""
+import torch
+
+import vector_add as va
+
+SIZES = (1, 17, 1024, (1 << 20) + 3)
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def check_add(x, y, out):
+    expected = (x.float() + y.float()).to(x.dtype)
+    assert torch.equal(out, expected), (out - expected).abs().max().item()
+
+
+def fresh(n, dtype, offset=0):
+    x = torch.randn(n + offset, device="cuda", dtype=dtype)[offset:]
+    y = torch.randn(n + offset, device="cuda", dtype=dtype)[offset:]
+    out = torch.full((n + offset,), float("nan"), device="cuda", dtype=dtype)[offset:]
+    return x, y, out
+
+
+def test_every_dtype_and_size_automatic():
+    for dtype in DTYPES:
+        for n in SIZES:
+            x, y, out = fresh(n, dtype)
+            va.add_kernel(x, y, out, n)
+            torch.cuda.synchronize()
+            check_add(x, y, out)
+
+
+def test_misaligned_views():
+    for dtype in DTYPES:
+        for n in SIZES:
+            x, y, out = fresh(n, dtype, offset=1)
+            assert x.data_ptr() % 16 != 0
+            va.add_kernel(x, y, out, n)
+            torch.cuda.synchronize()
+            check_add(x, y, out)
+
+
+def test_exact_config_and_variant():
+    x, y, out = fresh(5000, torch.float16)
+    va.add_kernel(x, y, out, 5000, BLOCK_SIZE=256, num_warps=8)
+    torch.cuda.synchronize()
+    check_add(x, y, out)
+    unaligned = [v for v in va.add_kernel_variants() if v["id"].startswith("add_kernel_fp16_fp16_fp16_i32_BS256")]
+    assert unaligned, "no unaligned fp16 variant"
+    x, y, out = fresh(333, torch.float16)
+    va.add_kernel(x, y, out, 333, variant=unaligned[0]["index"])
+    torch.cuda.synchronize()
+    check_add(x, y, out)
+
+
+def test_runs_on_the_current_torch_stream():
+    stream = torch.cuda.Stream()
+    x, y, out = fresh((1 << 22) + 1, torch.float32)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        va.add_kernel(x, y, out, x.numel())
+        result = out.clone()  # ordered after the kernel only if it ran on `stream`
+    stream.synchronize()
+    check_add(x, y, result)
+
+
+def test_cuda_graph_capture_and_replay():
+    x, y, out = fresh(100000, torch.bfloat16)
+    va.add_kernel(x, y, out, x.numel())  # warm up: modules load outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        va.add_kernel(x, y, out, x.numel())
+    x.copy_(torch.randn_like(x))
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    check_add(x, y, out)
+
+
+def test_under_torch_compile():
+    def add(a, b, c):
+        va.add_kernel(a, b, c, a.numel())
+        return c
+
+    compiled = torch.compile(add)
+    x, y, out = fresh(4096, torch.float32)
+    compiled(x, y, out)
+    torch.cuda.synchronize()
+    check_add(x, y, out)
+
+
+def test_host_tensor_and_wrong_dtype_are_refused():
+    x, y, out = fresh(64, torch.float32)
+    try:
+        va.add_kernel(x.cpu(), y, out, 64)
+        raise AssertionError("a host tensor was accepted")
+    except ValueError as error:
+        assert "x_ptr: the tensor is in host memory" in str(error)
+    try:
+        va.add_kernel(x.double(), y.double(), out.double(), 64)
+        raise AssertionError("fp64 was accepted")
+    except ValueError as error:
+        assert "x_ptr = fp64 pointer" in str(error)
