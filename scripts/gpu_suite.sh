@@ -61,10 +61,16 @@ module_dir=$work/cmake/generated/vector_add
 PYTHONPATH=$module_dir:$PYTHONPATH python3 tests/gpu/run_python_tests.py tests/gpu/python/test_vector_add_module.py \
   || fail "Python module tests"
 
-if [ -f examples/fused_moe/test_fused_moe_gpu.py ]; then
-  step "fused MoE through Triton JIT against the torch reference"
-  (cd examples/fused_moe && python3 "$root/tests/gpu/run_python_tests.py" test_fused_moe_gpu.py) || fail "fused MoE tests"
-fi
+step "fused MoE: taot build with the Python module"
+"$taot_bin" build examples/fused_moe/fused_moe.toml -o "$work/fused_moe" -j "$jobs" --python --quiet || fail "taot build fused_moe"
+cmake -S "$work/fused_moe" -B "$work/fused_moe/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTAOT_SOURCE_DIR="$root" \
+  -DPython_EXECUTABLE="$(command -v python3)" >/dev/null && cmake --build "$work/fused_moe/build" -j "$jobs" \
+  > "$logs/fused_moe_build.log" 2>&1 || { tail -20 "$logs/fused_moe_build.log"; fail "build fused_moe"; }
+
+step "fused MoE through Triton JIT and through the taot module, against the torch reference"
+(cd examples/fused_moe && PYTHONPATH=$work/fused_moe/build:$PYTHONPATH python3 "$root/tests/gpu/run_python_tests.py" \
+  test_fused_moe_gpu.py test_fused_moe_aot_gpu.py -s 2>&1 | grep -E "aot vs jit|passed|failed|FAIL|Error" | head -60) \
+  || fail "fused MoE tests"
 
 step "example program"
 cmake -S examples/vector_add -B "$work/example" -G Ninja -DTAOT_GENERATED_DIR="$work/vector_add" \
