@@ -55,6 +55,30 @@ def main():
         print(f"{name:36} {median:10.2f} {median / medians['torch.add(out=)']:12.2f}x "
               f"{median / medians['Triton JIT (same kernel, config)']:7.2f}x")
 
+    # Where the module's CPU time goes: the Python-level pieces of its argument handling, and the
+    # module with an empty grid (n = 0: argument handling and dispatch, no launch).
+    calls = 100000
+
+    def per_call_us(body):
+        start = time.perf_counter()
+        for _ in range(calls):
+            body()
+        return (time.perf_counter() - start) / calls * 1e6
+
+    raw_stream, get_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
+    pieces = {
+        "x.data_ptr()": lambda: x.data_ptr(),
+        "x.is_cuda": lambda: x.is_cuda,
+        "x.dtype": lambda: x.dtype,
+        "torch._C._cuda_getDevice()": lambda: get_device(),
+        "torch._C._cuda_getCurrentRawStream(0)": lambda: raw_stream(0),
+        "taot module, n=0 (no launch)": lambda: taot_module.add_kernel(x, y, out, 0),
+        "taot module, n=0, stream=0 given": lambda: taot_module.add_kernel(x, y, out, 0, stream=0),
+    }
+    print(f"\nPython-side pieces, CPU us per call ({calls} calls each)")
+    for name, body in pieces.items():
+        print(f"{name:44} {per_call_us(body):8.3f}")
+
 
 if __name__ == "__main__":
     main()
