@@ -67,6 +67,11 @@ def test_imports_and_lists_variants(module_dir):
     assert "config keywords: BLOCK_SIZE num_warps num_stages" in out
 
 
+def test_torch_ops_need_torch(module_dir):
+    out = check(module_dir, "print(error_of(va.register_torch_ops))")
+    assert out.startswith("ModuleNotFoundError: No module named 'torch'"), out
+
+
 def test_no_driver_is_a_runtime_error_naming_libcuda(module_dir):
     out = check(module_dir, "print(error_of(lambda: va.add_kernel(x, x, x, 1024)))")
     assert out.startswith("RuntimeError: cannot load the CUDA driver libcuda.so.1"), out

@@ -228,6 +228,7 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
   Selection selection = Selection::automatic();
   std::vector<FieldRequest> fields;
   for (auto [key, item] : kwargs) {
+    if (item.is_none()) continue;  // unset (torch custom ops pass every config keyword)
     const std::string name = nb::cast<std::string>(key);
     if (name == "stream") {
       stream = item;
@@ -282,6 +283,65 @@ inline nb::list variants(const Kernel& kernel) {
   return result;
 }
 
+namespace detail {
+
+// The kernels bound by this module, in binding order, with their launch functions.
+inline std::vector<std::pair<Kernel*, nb::handle>>& bound_kernels() {
+  static std::vector<std::pair<Kernel*, nb::handle>> kernels;
+  return kernels;
+}
+
+// The schema of a kernel as a torch custom op: the call arguments (every tensor marked as
+// written: taot does not know which pointers a kernel stores through), then the config fields
+// as optional keywords. No return value: kernels write into their arguments.
+inline std::string torch_schema(const table::KernelTable& table) {
+  std::string schema = "(";
+  for (std::size_t a = 0; a < table.arg_count; ++a) {
+    const table::Arg& arg = table.args[a];
+    if (a > 0) schema += ", ";
+    switch (arg.kind) {
+      case table::ArgKind::pointer: schema += "Tensor(w" + std::to_string(a) + "!) "; break;
+      case table::ArgKind::int_scalar: schema += "int "; break;
+      case table::ArgKind::float_scalar: schema += "float "; break;
+      case table::ArgKind::bool_scalar: schema += "bool "; break;
+    }
+    schema += arg.name;
+  }
+  if (table.field_count > 0) schema += table.arg_count > 0 ? ", *" : "*";
+  for (std::size_t f = 0; f < table.field_count; ++f) {
+    const table::ConfigField& field = table.fields[f];
+    const char* type = field.kind == table::FieldKind::float_value  ? "float?"
+                       : field.kind == table::FieldKind::bool_value ? "bool?"
+                       : field.kind == table::FieldKind::dtype_value ? "str?"
+                                                                     : "int?";
+    schema += std::string(", ") + type + " " + field.name + "=None";
+  }
+  return schema + ") -> ()";
+}
+
+}  // namespace detail
+
+// Registers every kernel bound so far as torch.ops.<library>.<kernel> (torch.library.custom_op),
+// with a fake implementation that returns nothing, so calls work under torch.compile (fullgraph)
+// and in CUDA graphs. Imports torch; registering twice is a no-op.
+inline void register_torch_ops() {
+  static bool registered = false;
+  if (registered) return;
+  nb::module_ torch_library = nb::module_::import_("torch.library");
+  nb::object custom_op = torch_library.attr("custom_op");
+  for (const auto& [kernel, function] : detail::bound_kernels()) {
+    const table::KernelTable& table = kernel->table();
+    nb::list mutated;
+    for (std::size_t a = 0; a < table.arg_count; ++a)
+      if (table.args[a].kind == table::ArgKind::pointer) mutated.append(nb::str(table.args[a].name));
+    nb::object op = custom_op(std::string(table.library) + "::" + table.name, function,
+                              nb::arg("mutates_args") = nb::tuple(mutated),
+                              nb::arg("schema") = detail::torch_schema(table));
+    op.attr("register_fake")(nb::cpp_function([](nb::args, nb::kwargs) {}));
+  }
+  registered = true;
+}
+
 // Adds `<name>(*args, stream=None, variant=None, **config)` and `<name>_variants()` to `module`.
 inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
   static std::deque<std::string> strings;  // names and docs handed to nanobind live as long as the module
@@ -297,6 +357,14 @@ inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
              kept_doc);
   module.def(variants_name, [&kernel]() { return variants(kernel); },
              "The compiled variants: a list of dicts with index, id, config and description.");
+  detail::bound_kernels().emplace_back(&kernel, module.attr(name));
+}
+
+// Adds `register_torch_ops()` to `module`, and calls it now if the program has imported torch.
+inline void add_torch_ops(nb::module_& module) {
+  module.def("register_torch_ops", &register_torch_ops,
+             "Registers the kernels as torch custom ops, torch.ops.<library>.<kernel> (imports torch).");
+  if (PyDict_GetItemString(PyImport_GetModuleDict(), "torch") != nullptr) register_torch_ops();
 }
 
 }  // namespace taot::python

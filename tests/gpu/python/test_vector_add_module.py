@@ -102,3 +102,30 @@ def test_host_tensor_and_wrong_dtype_are_refused():
         raise AssertionError("fp64 was accepted")
     except ValueError as error:
         assert "x_ptr = fp64 pointer" in str(error)
+
+
+def test_torch_custom_op_under_torch_compile_fullgraph():
+    def add(a, b, c):
+        torch.ops.vector_add.add_kernel(a, b, c, a.numel(), BLOCK_SIZE=256)
+        return c * 2
+
+    compiled = torch.compile(add, fullgraph=True)
+    x, y, out = fresh(10000, torch.float16)
+    doubled = compiled(x, y, out)
+    torch.cuda.synchronize()
+    check_add(x, y, out)
+    assert torch.equal(doubled, out * 2)
+
+
+def test_torch_custom_op_in_a_cuda_graph():
+    x, y, out = fresh(4096, torch.float32)
+    torch.ops.vector_add.add_kernel(x, y, out, x.numel())
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        torch.ops.vector_add.add_kernel(x, y, out, x.numel())
+    y.copy_(torch.randn_like(y))
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    check_add(x, y, out)
