@@ -72,6 +72,9 @@ step "fused MoE through Triton JIT and through the taot module, against the torc
   test_fused_moe_gpu.py test_fused_moe_aot_gpu.py -s 2>&1 | grep -E "aot vs jit|passed|failed|FAIL|Error" | head -60) \
   || fail "fused MoE tests"
 
+step "benchmark: MoE layer, taot vs Triton JIT vs torch reference"
+PYTHONPATH=$work/fused_moe/build:$PYTHONPATH python3 bench/moe_layer.py || fail "MoE layer benchmark"
+
 step "example program"
 cmake -S examples/vector_add -B "$work/example" -G Ninja -DTAOT_GENERATED_DIR="$work/vector_add" \
   -Dvector_add_python=OFF >/dev/null \
