@@ -302,6 +302,7 @@ class Renderer {
           {"kind", table_kind(arg.kind)},
           {"types", value_list(types)},
           {"type_count", number(arg.types.size())},
+          {"output", std::string(arg.output ? "true" : "false")},
       });
     }
 

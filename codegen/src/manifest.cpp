@@ -414,6 +414,7 @@ class ManifestParser {
       if (kind == "pointer") {
         arg.kind = ArgKind::pointer;
         arg.types = read_dtype_list(reader_.get_array(object, "dtypes", arg_path, 1), child(arg_path, "dtypes"), {});
+        if (object->contains("output")) arg.output = reader_.get_bool(object, "output", arg_path);  // optional
       } else if (kind == "int") {
         arg.kind = ArgKind::int_scalar;
         arg.types = read_dtype_list(reader_.get_array(object, "types", arg_path, 1), child(arg_path, "types"),

@@ -58,7 +58,7 @@ def _used_types(arg, variants):
 
 def _arg(arg, variants):
     if arg.kind == POINTER:
-        return {"name": arg.name, "kind": POINTER, "dtypes": _used_types(arg, variants)}
+        return {"name": arg.name, "kind": POINTER, "dtypes": _used_types(arg, variants), "output": arg.output}
     if arg.kind in (INT, FLOAT):
         return {"name": arg.name, "kind": arg.kind, "types": _used_types(arg, variants)}
     if arg.kind == BOOL:

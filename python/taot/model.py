@@ -16,7 +16,8 @@ class ArgSpec:
 
     pointer: `choices` are element dtypes, `aligns` a subset of (16, "any");
     int/float/bool: `choices` are scalar types (i32, i64 / fp32, fp64 / i1), ints have `hints` ⊆ (1, 16, "none");
-    constexpr: `choices` are values; dtype: `choices` are dtype names.
+    constexpr: `choices` are values; dtype: `choices` are dtype names. `output`: the kernel writes
+    through this pointer (declared in the spec; torch custom ops mark it as mutated).
     When `typevar` is set, the choices follow that type variable instead of varying on their own."""
     name: str
     index: int
@@ -25,6 +26,7 @@ class ArgSpec:
     typevar: str = None
     aligns: tuple = ()
     hints: tuple = ()
+    output: bool = False
 
     @property
     def is_runtime(self):

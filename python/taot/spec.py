@@ -27,7 +27,8 @@ KERNEL_KEYS = {
 }
 ARG_KEYS = {"type": 'a type such as "*fp32", "*T" or "i32"', "align": '16 and/or "any"',
             "hint": '1, 16 and/or "none"', "constexpr": "a list of compile-time values",
-            "dtype": "a list of dtype names or a type variable"}
+            "dtype": "a list of dtype names or a type variable",
+            "output": "true when the kernel writes through this pointer"}
 ALIGN_VALUES = (16, ALIGN_ANY)
 HINT_VALUES = (1, 16, HINT_NONE)
 
@@ -225,10 +226,10 @@ def _arg(node, index, param, typevars):
         raise node.key("type").error(
             f"constexpr = [...] or dtype = [...] ({param.name} is tl.constexpr in the function)")
     if given[0] == "constexpr":
-        _no_extra_keys(node, ("align", "hint"), "constexpr arguments")
+        _no_extra_keys(node, ("align", "hint", "output"), "constexpr arguments")
         return ArgSpec(param.name, index, CONSTEXPR, _constexpr_values(node.key("constexpr")))
     if given[0] == "dtype":
-        _no_extra_keys(node, ("align", "hint"), "dtype arguments")
+        _no_extra_keys(node, ("align", "hint", "output"), "dtype arguments")
         typevar, choices = _dtype_choices(node.key("dtype"), typevars)
         return ArgSpec(param.name, index, DTYPE, choices, typevar=typevar)
     return _typed_arg(node, index, param, typevars)
@@ -277,11 +278,16 @@ def _typed_arg(node, index, param, typevars):
     kind, typevar, choices = _parse_type(node.key("type"), typevars)
     if kind != POINTER:
         _no_extra_keys(node, ("align",), f"{kind} arguments (align is for pointers)")
+        _no_extra_keys(node, ("output",), f"{kind} arguments (output is for pointers)")
     if kind != INT:
         _no_extra_keys(node, ("hint",), f"{kind} arguments (hint is for ints)")
     aligns = _subset(node.key("align"), ALIGN_VALUES, ALIGN_ANY) if kind == POINTER else ()
     hints = _subset(node.key("hint"), HINT_VALUES, HINT_NONE) if kind == INT else ()
-    return ArgSpec(param.name, index, kind, choices, typevar=typevar, aligns=aligns, hints=hints)
+    output = node.key("output")
+    if output.present() and not isinstance(output.value, bool):
+        raise output.error("true or false")
+    return ArgSpec(param.name, index, kind, choices, typevar=typevar, aligns=aligns, hints=hints,
+                   output=output.present() and output.value)
 
 
 def _subset(node, allowed, default):

@@ -54,8 +54,8 @@ def test_manifest_follows_the_schema(project):
     assert re.fullmatch(r"[0-9a-f]{64}", kernel["source_hash"])
     assert kernel["grid"] == ["cdiv(n, BLOCK)", "1", "1"]
     assert kernel["args"] == [
-        {"name": "x_ptr", "kind": "pointer", "dtypes": ["fp32"]},
-        {"name": "out_ptr", "kind": "pointer", "dtypes": ["fp32"]},
+        {"name": "x_ptr", "kind": "pointer", "dtypes": ["fp32"], "output": False},
+        {"name": "out_ptr", "kind": "pointer", "dtypes": ["fp32"], "output": False},
         {"name": "n", "kind": "int", "types": ["i32"]},
         {"name": "scale", "kind": "float", "types": ["fp32"]},
         {"name": "BLOCK", "kind": "constexpr"},

@@ -354,3 +354,26 @@ def test_python_spec_errors_use_key_paths(project):
     kernel(spec)["args"]["n"]["hint"] = [16, 8]
     message = spec_error(project, f"def taot_spec():\n    return {spec!r}\n", name="spec.py")
     assert message == 'spec.py: kernel[0].args.n.hint[1]: expected 1, 16 or "none", got 8'
+
+
+def test_output_must_be_a_bool(project):
+    spec = base_spec()
+    kernel(spec)["args"]["out_ptr"] = {"type": "*T", "output": "yes"}
+    assert spec_error(project, spec) == "spec.toml: kernel[0].args.out_ptr.output: expected true or false, got \"yes\""
+
+
+def test_output_is_only_for_pointers(project):
+    spec = base_spec()
+    kernel(spec)["args"]["n"]["output"] = True
+    message = spec_error(project, spec)
+    assert message.startswith("spec.toml: kernel[0].args.n.output: expected no output for int arguments"), message
+
+
+def test_output_reaches_the_manifest_args(project):
+    from taot.manifest import _arg
+    spec = base_spec()
+    kernel(spec)["args"]["out_ptr"] = {"type": "*T", "output": True}
+    library = project.load(spec)
+    args = {arg.name: arg for arg in library.kernels[0].args}
+    assert args["out_ptr"].output and not args["x_ptr"].output
+    assert _arg(args["out_ptr"], [])["output"] is True

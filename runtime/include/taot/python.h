@@ -291,16 +291,26 @@ inline std::vector<std::pair<Kernel*, nb::handle>>& bound_kernels() {
   return kernels;
 }
 
-// The schema of a kernel as a torch custom op: the call arguments (every tensor marked as
-// written: taot does not know which pointers a kernel stores through), then the config fields
-// as optional keywords. No return value: kernels write into their arguments.
+// Whether the op declares pointer argument `arg` as written: the spec's outputs, or every pointer
+// when the spec names none (taot cannot tell which pointers a kernel stores through).
+inline bool written(const table::KernelTable& table, const table::Arg& arg) {
+  if (arg.kind != table::ArgKind::pointer) return false;
+  for (std::size_t a = 0; a < table.arg_count; ++a)
+    if (table.args[a].output) return arg.output;
+  return true;
+}
+
+// The schema of a kernel as a torch custom op: the call arguments (written tensors marked so),
+// then the config fields as optional keywords. No return value: kernels write into their arguments.
 inline std::string torch_schema(const table::KernelTable& table) {
   std::string schema = "(";
   for (std::size_t a = 0; a < table.arg_count; ++a) {
     const table::Arg& arg = table.args[a];
     if (a > 0) schema += ", ";
     switch (arg.kind) {
-      case table::ArgKind::pointer: schema += "Tensor(w" + std::to_string(a) + "!) "; break;
+      case table::ArgKind::pointer:
+        schema += written(table, arg) ? "Tensor(w" + std::to_string(a) + "!) " : std::string("Tensor ");
+        break;
       case table::ArgKind::int_scalar: schema += "int "; break;
       case table::ArgKind::float_scalar: schema += "float "; break;
       case table::ArgKind::bool_scalar: schema += "bool "; break;
@@ -322,7 +332,8 @@ inline std::string torch_schema(const table::KernelTable& table) {
 }  // namespace detail
 
 // Registers every kernel bound so far as torch.ops.<library>.<kernel> (torch.library.custom_op),
-// with a fake implementation that returns nothing, so calls work under torch.compile (fullgraph)
+// declaring the spec's output pointers as mutated (all pointers when it names none), with a fake
+// implementation that returns nothing, so calls work under torch.compile (fullgraph)
 // and in CUDA graphs. Imports torch; registering twice is a no-op.
 inline void register_torch_ops() {
   static bool registered = false;
@@ -333,7 +344,7 @@ inline void register_torch_ops() {
     const table::KernelTable& table = kernel->table();
     nb::list mutated;
     for (std::size_t a = 0; a < table.arg_count; ++a)
-      if (table.args[a].kind == table::ArgKind::pointer) mutated.append(nb::str(table.args[a].name));
+      if (detail::written(table, table.args[a])) mutated.append(nb::str(table.args[a].name));
     nb::object op = custom_op(std::string(table.library) + "::" + table.name, function,
                               nb::arg("mutates_args") = nb::tuple(mutated),
                               nb::arg("schema") = detail::torch_schema(table));

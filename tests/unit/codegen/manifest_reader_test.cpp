@@ -88,6 +88,16 @@ TEST_F(ManifestReaderTest, RejectsUnknownSchemaVersionNamingBoth) {
   EXPECT_THAT(error_of(), AllOf(HasSubstr("version 99 is not supported"), HasSubstr("\"taot.manifest\" version 1")));
 }
 
+TEST_F(ManifestReaderTest, OutputFlagIsOptionalAndMustBeABool) {
+  builder.json["kernels"][0]["args"][0]["output"] = "yes";
+  EXPECT_THAT(error_of(), HasSubstr("manifest.json: kernels[0].args[0].output: expected"));
+  builder.json["kernels"][0]["args"][0]["output"] = true;
+  const Expected<Manifest> manifest = read_manifest(builder.write());
+  ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+  EXPECT_TRUE(manifest->kernels[0].args[0].output);
+  EXPECT_FALSE(manifest->kernels[0].args[1].output);
+}
+
 TEST_F(ManifestReaderTest, RejectsMissingField) {
   builder.json["kernels"][0]["variants"][1]["images"][0].erase("shared");
   EXPECT_THAT(error_of(), HasSubstr("manifest.json: kernels[0].variants[1].images[0].shared: missing"));

@@ -40,6 +40,8 @@ struct Arg {
   // pointer: the element dtypes some variant accepts ("dtypes", manifest order); int: i32 and/or
   // i64 ("types"); float: exactly one of fp32, fp64; bool: {i1}; constexpr: empty.
   std::vector<DType> types;
+  // pointer: the kernel writes through it ("output", default false).
+  bool output = false;
 
   // Constexpr parameters are compiled in; every other parameter is a call argument.
   bool is_call_argument() const noexcept { return kind != ArgKind::constexpr_value; }
