@@ -93,6 +93,12 @@ def test_host_memory_and_non_arrays_are_refused(module_dir):
     assert other.startswith("TypeError: vector_add.add_kernel: y_ptr: expected a CUDA tensor"), other
 
 
+def test_none_pointer_needs_an_argument_of_one_dtype(module_dir):
+    out = check(module_dir, "print(error_of(lambda: va.add_kernel(None, x, x, 1024)))")
+    assert out.strip() == ("TypeError: vector_add.add_kernel: x_ptr: None is accepted only for pointers of one dtype; "
+                           "this one takes fp32, fp16, bf16"), out
+
+
 def test_wrong_count_keyword_and_scalar_type(module_dir):
     out = check(module_dir, """
         print(error_of(lambda: va.add_kernel(x, x, 1024)))

@@ -87,8 +87,8 @@ inline std::string prefix(const table::KernelTable& table, const table::Arg& arg
   return std::string(table.library) + "." + table.name + ": " + arg.name + ": ";
 }
 
-// A pointer argument from a torch tensor or a __cuda_array_interface__ object. Sets
-// `from_torch` when the object was a torch tensor.
+// A pointer argument from a torch tensor, a __cuda_array_interface__ object, or None (a null
+// pointer, for an argument of one dtype). Sets `from_torch` when the object was a torch tensor.
 inline taot_arg pointer_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object,
                             bool& from_torch) {
   static PyObject* const data_ptr = interned("data_ptr");
@@ -97,6 +97,19 @@ inline taot_arg pointer_arg(const table::KernelTable& table, const table::Arg& a
   static PyObject* const cuda_array_interface = interned("__cuda_array_interface__");
   static PyObject* const array_interface = interned("__array_interface__");
   taot_arg value{};
+  if (object.is_none()) {
+    // A null pointer, for arguments the chosen variant does not read (vLLM passes None for the
+    // scales of a bf16 GEMM). Its dtype is the argument's, which must then be unambiguous.
+    if (arg.type_count != 1) {
+      std::string types;
+      for (std::uint16_t t = 0; t < arg.type_count; ++t)
+        types += (t ? ", " : "") + std::string(taot::dtype_name(static_cast<DType>(arg.types[t])));
+      throw nb::type_error((prefix(table, arg) + "None is accepted only for pointers of one dtype; this one takes " +
+                            types).c_str());
+    }
+    value.dtype = arg.types[0];
+    return value;
+  }
   const Torch& torch_state = torch();
   if (torch_state.tensor_type != nullptr && PyObject_TypeCheck(object.ptr(), torch_state.tensor_type)) {
     from_torch = true;
