@@ -209,11 +209,7 @@ Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t ar
 
   if (memo_ && selection.fields() == nullptr) {
     std::size_t key = 0;
-    for (std::size_t a = 0; a < table_->arg_count; ++a) {
-      const int fact = fact_of(a, args[a]);
-      if (fact < 0) return explain_miss(args, selection);
-      key = key * fact_radix_[a] + static_cast<std::size_t>(fact);
-    }
+    if (!memo_key(args, &key)) return explain_miss(args, selection);
     const std::int32_t known = memo_[key].load(std::memory_order_relaxed);
     if (known >= 0) return static_cast<std::size_t>(known);
     Expected<std::size_t> chosen = select_by_masks(args, selection);

@@ -53,6 +53,9 @@ class DispatchIndex {
   // The index of the requested value in the field's value list, or -1.
   int value_index(std::size_t field_index, const FieldRequest& request) const noexcept;
 
+  // The memo slot of `args` (mixed radix over their facts); false when an argument shows a fact
+  // no variant has (a pointer dtype none takes).
+  bool memo_key(const taot_arg* args, std::size_t* key) const noexcept;
   // Selection by bitsets, without the memo.
   Expected<std::size_t> select_by_masks(const taot_arg* args, const Selection& selection) const;
   Status check_arity(std::size_t arg_count) const;
@@ -104,12 +107,19 @@ inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t ar
                                             const Selection& selection) const noexcept {
   if (!memo_ || selection.fields() != nullptr || selection.is_variant() || arg_count != table_->arg_count) return -1;
   std::size_t key = 0;
-  for (std::size_t a = 0; a < arg_count; ++a) {
-    const int fact = fact_of(a, args[a]);
-    if (fact < 0) return -1;
-    key = key * fact_radix_[a] + static_cast<std::size_t>(fact);
-  }
+  if (!memo_key(args, &key)) return -1;
   return memo_[key].load(std::memory_order_relaxed);
+}
+
+inline bool DispatchIndex::memo_key(const taot_arg* args, std::size_t* key) const noexcept {
+  std::size_t slot = 0;
+  for (std::size_t a = 0; a < table_->arg_count; ++a) {
+    const int fact = fact_of(a, args[a]);
+    if (fact < 0) return false;
+    slot = slot * fact_radix_[a] + static_cast<std::size_t>(fact);
+  }
+  *key = slot;
+  return true;
 }
 
 }  // namespace taot::detail

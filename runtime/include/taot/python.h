@@ -66,20 +66,14 @@ inline Torch& torch() {
 
 // __cuda_array_interface__ typestr -> dtype ("<f4" -> fp32); unknown for anything else.
 inline taot_dtype dtype_of_typestr(const std::string& typestr) {
+  static const std::pair<const char*, taot_dtype> kinds[] = {
+      {"f4", TAOT_DTYPE_FP32}, {"f2", TAOT_DTYPE_FP16}, {"f8", TAOT_DTYPE_FP64}, {"i1", TAOT_DTYPE_I8},
+      {"i2", TAOT_DTYPE_I16},  {"i4", TAOT_DTYPE_I32},  {"i8", TAOT_DTYPE_I64},  {"u1", TAOT_DTYPE_U8},
+      {"u2", TAOT_DTYPE_U16},  {"u4", TAOT_DTYPE_U32},  {"u8", TAOT_DTYPE_U64},  {"b1", TAOT_DTYPE_I1},
+  };
   if (typestr.size() < 3) return TAOT_DTYPE_UNKNOWN;
-  const std::string kind = typestr.substr(1);
-  if (kind == "f4") return TAOT_DTYPE_FP32;
-  if (kind == "f2") return TAOT_DTYPE_FP16;
-  if (kind == "f8") return TAOT_DTYPE_FP64;
-  if (kind == "i1") return TAOT_DTYPE_I8;
-  if (kind == "i2") return TAOT_DTYPE_I16;
-  if (kind == "i4") return TAOT_DTYPE_I32;
-  if (kind == "i8") return TAOT_DTYPE_I64;
-  if (kind == "u1") return TAOT_DTYPE_U8;
-  if (kind == "u2") return TAOT_DTYPE_U16;
-  if (kind == "u4") return TAOT_DTYPE_U32;
-  if (kind == "u8") return TAOT_DTYPE_U64;
-  if (kind == "b1") return TAOT_DTYPE_I1;
+  for (const auto& [kind, dtype] : kinds)
+    if (typestr.compare(1, std::string::npos, kind) == 0) return dtype;
   return TAOT_DTYPE_UNKNOWN;
 }
 
