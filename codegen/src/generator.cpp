@@ -303,6 +303,7 @@ class Renderer {
           {"types", value_list(types)},
           {"type_count", number(arg.types.size())},
           {"output", std::string(arg.output ? "true" : "false")},
+          {"rank", number(static_cast<unsigned>(arg.rank))},
       });
     }
 

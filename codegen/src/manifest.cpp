@@ -24,6 +24,7 @@ using json = nlohmann::json;
 
 constexpr std::uint64_t kMaxU16 = std::numeric_limits<std::uint16_t>::max();
 constexpr std::uint64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint64_t kMaxRank = 8;
 constexpr std::uint64_t kMaxI64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 
 struct DTypeNames {
@@ -415,6 +416,10 @@ class ManifestParser {
         arg.kind = ArgKind::pointer;
         arg.types = read_dtype_list(reader_.get_array(object, "dtypes", arg_path, 1), child(arg_path, "dtypes"), {});
         if (object->contains("output")) arg.output = reader_.get_bool(object, "output", arg_path);  // optional
+        if (object->contains("rank")) {                                                              // optional
+          arg.rank = static_cast<std::uint8_t>(reader_.get_unsigned(object, "rank", arg_path, kMaxRank));
+          if (!reader_.failed() && arg.rank == 0) reader_.fail(child(arg_path, "rank"), "expected 1 to 8, got 0");
+        }
       } else if (kind == "int") {
         arg.kind = ArgKind::int_scalar;
         arg.types = read_dtype_list(reader_.get_array(object, "types", arg_path, 1), child(arg_path, "types"),

@@ -58,7 +58,10 @@ def _used_types(arg, variants):
 
 def _arg(arg, variants):
     if arg.kind == POINTER:
-        return {"name": arg.name, "kind": POINTER, "dtypes": _used_types(arg, variants), "output": arg.output}
+        entry = {"name": arg.name, "kind": POINTER, "dtypes": _used_types(arg, variants), "output": arg.output}
+        if arg.rank is not None:
+            entry["rank"] = arg.rank
+        return entry
     if arg.kind in (INT, FLOAT):
         return {"name": arg.name, "kind": arg.kind, "types": _used_types(arg, variants)}
     if arg.kind == BOOL:

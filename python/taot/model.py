@@ -17,7 +17,8 @@ class ArgSpec:
     pointer: `choices` are element dtypes, `aligns` a subset of (16, "any");
     int/float/bool: `choices` are scalar types (i32, i64 / fp32, fp64 / i1), ints have `hints` ⊆ (1, 16, "none");
     constexpr: `choices` are values; dtype: `choices` are dtype names. `output`: the kernel writes
-    through this pointer (declared in the spec; torch custom ops mark it as mutated).
+    through this pointer (declared in the spec; torch custom ops mark it as mutated); `rank`: the
+    number of dimensions an array passed from Python must have (None: any).
     When `typevar` is set, the choices follow that type variable instead of varying on their own."""
     name: str
     index: int
@@ -27,6 +28,7 @@ class ArgSpec:
     aligns: tuple = ()
     hints: tuple = ()
     output: bool = False
+    rank: int = None
 
     @property
     def is_runtime(self):

@@ -28,9 +28,11 @@ KERNEL_KEYS = {
 ARG_KEYS = {"type": 'a type such as "*fp32", "*T" or "i32"', "align": '16 and/or "any"',
             "hint": '1, 16 and/or "none"', "constexpr": "a list of compile-time values",
             "dtype": "a list of dtype names or a type variable",
-            "output": "true when the kernel writes through this pointer"}
+            "output": "true when the kernel writes through this pointer",
+            "rank": "the number of dimensions arrays given from Python must have (pointers)"}
 ALIGN_VALUES = (16, ALIGN_ANY)
 HINT_VALUES = (1, 16, HINT_NONE)
+MAX_RANK = 8
 
 # Triton options a spec may vary, with their config kind; each is a field of Triton's CUDAOptions.
 OPTION_KINDS = {"num_warps": INT, "num_stages": INT, "num_ctas": INT, "maxnreg": INT,
@@ -226,10 +228,10 @@ def _arg(node, index, param, typevars):
         raise node.key("type").error(
             f"constexpr = [...] or dtype = [...] ({param.name} is tl.constexpr in the function)")
     if given[0] == "constexpr":
-        _no_extra_keys(node, ("align", "hint", "output"), "constexpr arguments")
+        _no_extra_keys(node, ("align", "hint", "output", "rank"), "constexpr arguments")
         return ArgSpec(param.name, index, CONSTEXPR, _constexpr_values(node.key("constexpr")))
     if given[0] == "dtype":
-        _no_extra_keys(node, ("align", "hint", "output"), "dtype arguments")
+        _no_extra_keys(node, ("align", "hint", "output", "rank"), "dtype arguments")
         typevar, choices = _dtype_choices(node.key("dtype"), typevars)
         return ArgSpec(param.name, index, DTYPE, choices, typevar=typevar)
     return _typed_arg(node, index, param, typevars)
@@ -279,6 +281,7 @@ def _typed_arg(node, index, param, typevars):
     if kind != POINTER:
         _no_extra_keys(node, ("align",), f"{kind} arguments (align is for pointers)")
         _no_extra_keys(node, ("output",), f"{kind} arguments (output is for pointers)")
+        _no_extra_keys(node, ("rank",), f"{kind} arguments (rank is for pointers)")
     if kind != INT:
         _no_extra_keys(node, ("hint",), f"{kind} arguments (hint is for ints)")
     aligns = _subset(node.key("align"), ALIGN_VALUES, ALIGN_ANY) if kind == POINTER else ()
@@ -286,8 +289,11 @@ def _typed_arg(node, index, param, typevars):
     output = node.key("output")
     if output.present() and not isinstance(output.value, bool):
         raise output.error("true or false")
+    rank = node.key("rank")
+    if rank.present() and (not is_int(rank.value) or not 1 <= rank.value <= MAX_RANK):
+        raise rank.error(f"an int from 1 to {MAX_RANK}")
     return ArgSpec(param.name, index, kind, choices, typevar=typevar, aligns=aligns, hints=hints,
-                   output=output.present() and output.value)
+                   output=output.present() and output.value, rank=rank.value if rank.present() else None)
 
 
 def _subset(node, allowed, default):

@@ -1,5 +1,6 @@
-"""The generated Python module, built here without a GPU: import, variant listing, and errors that
-name the problem (no driver, wrong dtype, host memory, not an array, wrong count, bad keyword)."""
+"""The generated Python module, built here without a GPU: import, variant listing, errors that name
+the problem (no driver, wrong dtype, host memory, wrong rank, not an array, wrong count, bad
+keyword), and arrays given through __dlpack__ or a DLPack C exchange table (tests/cli/dlpack_fakes.py)."""
 import os
 import subprocess
 import sys
@@ -24,7 +25,7 @@ def module_dir(tmp_path_factory, taot_bin):
 
 
 def run_python(module_dir, code):
-    env = {**os.environ, "PYTHONPATH": str(module_dir)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(module_dir), str(Path(__file__).parent)])}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=120)
 
@@ -33,8 +34,8 @@ PRELUDE = """
     import vector_add as va
 
     class CudaArray:
-        def __init__(self, address, typestr):
-            self.__cuda_array_interface__ = {"data": (address, False), "typestr": typestr, "shape": (1024,),
+        def __init__(self, address, typestr, shape=(1024,)):
+            self.__cuda_array_interface__ = {"data": (address, False), "typestr": typestr, "shape": shape,
                                              "version": 3}
 
     class HostArray:
@@ -51,8 +52,9 @@ PRELUDE = """
 """
 
 
-def check(module_dir, body):
-    result = run_python(module_dir, PRELUDE + textwrap.indent(textwrap.dedent(body), "    "))
+def check(module_dir, body, prelude=""):
+    body = textwrap.dedent(prelude) + textwrap.dedent(body)
+    result = run_python(module_dir, PRELUDE + textwrap.indent(body, "    "))
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -90,7 +92,70 @@ def test_host_memory_and_non_arrays_are_refused(module_dir):
     """)
     host, other = out.splitlines()
     assert host.startswith("ValueError: vector_add.add_kernel: output_ptr: a __main__.HostArray in host memory"), host
-    assert other.startswith("TypeError: vector_add.add_kernel: y_ptr: expected a CUDA tensor"), other
+    assert other.startswith("TypeError: vector_add.add_kernel: y_ptr: expected a CUDA array (a torch tensor, or an "
+                            "object with __dlpack__ or __cuda_array_interface__), got object"), other
+
+
+def test_wrong_rank_names_the_argument_and_shape(module_dir):
+    out = check(module_dir, """
+        print(error_of(lambda: va.add_kernel(x, CudaArray(0x7f0000001000, '<f4', (32, 32)), x, 1024)))
+    """)
+    assert out.strip() == "ValueError: vector_add.add_kernel: y_ptr: expected a 1-D array, got shape (32, 32)", out
+
+
+DLPACK_PRELUDE = """
+    from dlpack_fakes import DLPackArray, ExchangeTensor, STREAM_QUERIES, K_DL_CPU, K_DL_CUDA
+    address = 0x7f0000001000
+"""
+
+
+@pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "pre-1.0"])
+def test_dlpack_objects_are_read_and_told_the_stream(module_dir, versioned):
+    out = check(module_dir, prelude=DLPACK_PRELUDE, body=f"""
+        a, b, c = (DLPackArray(address, versioned={versioned}) for _ in range(3))
+        # Read through the protocol up to the launch, which needs the driver this machine lacks.
+        print(error_of(lambda: va.add_kernel(a, b, c, 1024)))
+        print(a.streams, c.streams)
+        print(error_of(lambda: va.add_kernel(a, b, c, 1024, stream=0x1234)))
+        print(a.streams[-1])
+        print(error_of(lambda: va.add_kernel(a, DLPackArray(address, "fp64", versioned={versioned}), c, 1024)))
+        print(error_of(lambda: va.add_kernel(a, b, DLPackArray(address, device=(K_DL_CPU, 0)), 1024)))
+        print(error_of(lambda: va.add_kernel(a, b, DLPackArray(address, shape=(4, 256)), 1024)))
+        print(error_of(lambda: va.add_kernel(a, DLPackArray(address, device=(K_DL_CUDA, 1)), c, 1024)))
+    """)
+    launch, streams, launch_on, stream, dtype, host, rank, device = out.splitlines()
+    assert launch.startswith("RuntimeError: cannot load the CUDA driver libcuda.so.1"), launch
+    assert streams == "[1] [1]"  # DLPack's number for the null stream, the one taot launches on
+    assert launch_on.startswith("RuntimeError: cannot load the CUDA driver"), launch_on
+    assert stream == str(0x1234)
+    assert dtype.startswith("ValueError: vector_add::add_kernel: no compiled variant accepts y_ptr = fp64 pointer"), dtype
+    assert host == "ValueError: vector_add.add_kernel: output_ptr: the array is in host memory; taot kernels take CUDA arrays"
+    assert rank == "ValueError: vector_add.add_kernel: output_ptr: expected a 1-D array, got shape (4, 256)"
+    assert device == "ValueError: vector_add.add_kernel: y_ptr: the array is on cuda:1 but x_ptr is on cuda:0"
+
+
+def test_exchange_table_gives_views_and_the_current_stream(module_dir):
+    out = check(module_dir, prelude=DLPACK_PRELUDE, body="""
+        t = ExchangeTensor(address, device=(K_DL_CUDA, 3))
+        print(error_of(lambda: va.add_kernel(t, t, t, 1024)))
+        print(STREAM_QUERIES)
+        print(error_of(lambda: va.add_kernel(t, t, t, 1024, stream=7)))
+        print(STREAM_QUERIES)
+        print(error_of(lambda: va.add_kernel(t, ExchangeTensor(address, "i32", device=(K_DL_CUDA, 3)), t, 1024)))
+        print(error_of(lambda: va.add_kernel(ExchangeTensor(address, device=(K_DL_CPU, 0)), t, t, 1024)))
+        print(error_of(lambda: va.add_kernel(t, t, ExchangeTensor(address, shape=(2, 512), device=(K_DL_CUDA, 3)), 1024)))
+        # A __dlpack__ object beside exchange tensors is asked to order its work before their stream.
+        d = DLPackArray(address, device=(K_DL_CUDA, 3))
+        print(error_of(lambda: va.add_kernel(t, d, t, 1024)), d.streams)
+    """)
+    launch, queries, launch_on, queries_after, dtype, host, rank, mixed = out.splitlines()
+    assert launch.startswith("RuntimeError: cannot load the CUDA driver libcuda.so.1"), launch
+    assert queries == f"[({2}, 3)]"  # the current stream of the tensors' device, asked once
+    assert queries_after == queries  # stream= given: no query
+    assert dtype.startswith("ValueError: vector_add::add_kernel: no compiled variant accepts y_ptr = i32 pointer"), dtype
+    assert host == "ValueError: vector_add.add_kernel: x_ptr: the array is in host memory; taot kernels take CUDA arrays"
+    assert rank == "ValueError: vector_add.add_kernel: output_ptr: expected a 1-D array, got shape (2, 512)"
+    assert mixed.startswith("RuntimeError: cannot load the CUDA driver") and mixed.endswith(f"[{0x5000}]"), mixed
 
 
 def test_none_pointer_needs_an_argument_of_one_dtype(module_dir):

@@ -377,3 +377,27 @@ def test_output_reaches_the_manifest_args(project):
     args = {arg.name: arg for arg in library.kernels[0].args}
     assert args["out_ptr"].output and not args["x_ptr"].output
     assert _arg(args["out_ptr"], [])["output"] is True
+
+
+@pytest.mark.parametrize("value, shown", [(0, "0"), (9, "9"), ("2", '"2"'), (True, "true")])
+def test_rank_must_be_an_int_from_1_to_8(project, value, shown):
+    spec = base_spec()
+    kernel(spec)["args"]["out_ptr"] = {"type": "*T", "rank": value}
+    assert spec_error(project, spec) == f"spec.toml: kernel[0].args.out_ptr.rank: expected an int from 1 to 8, got {shown}"
+
+
+def test_rank_is_only_for_pointers(project):
+    spec = base_spec()
+    kernel(spec)["args"]["n"]["rank"] = 1
+    message = spec_error(project, spec)
+    assert message.startswith("spec.toml: kernel[0].args.n.rank: expected no rank for int arguments"), message
+
+
+def test_rank_reaches_the_manifest_args_only_when_given(project):
+    from taot.manifest import _arg
+    spec = base_spec()
+    kernel(spec)["args"]["out_ptr"] = {"type": "*T", "rank": 2}
+    library = project.load(spec)
+    args = {arg.name: arg for arg in library.kernels[0].args}
+    assert _arg(args["out_ptr"], [])["rank"] == 2
+    assert "rank" not in _arg(args["x_ptr"], [])

@@ -17,13 +17,15 @@ enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scal
 // One call argument. `types` lists, for pointers, the element dtypes some variant accepts (in
 // manifest order); for ints the integer types (TAOT_DTYPE_I32 / TAOT_DTYPE_I64); for floats the one
 // float type; for bools TAOT_DTYPE_I1. `output`: the spec says the kernel writes through this
-// pointer (torch custom ops declare such arguments as mutated).
+// pointer (torch custom ops declare such arguments as mutated). `rank`: the number of dimensions an
+// array given from Python must have (0: any); raw pointers carry no rank.
 struct Arg {
   const char* name;
   ArgKind kind;
   const taot_dtype* types;
   std::uint16_t type_count;
   bool output;
+  std::uint8_t rank;
 };
 
 enum class FieldKind : std::uint8_t { int_value, float_value, bool_value, dtype_value };

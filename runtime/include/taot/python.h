@@ -1,8 +1,9 @@
 // Python bindings of generated libraries (nanobind, header-only): a generated <lib>_python.cpp
-// calls bind_kernel() once per kernel. Arguments are torch tensors (fast path, no build-time
-// dependency on torch) or any object with __cuda_array_interface__; launches go to the caller's
-// current torch stream unless `stream=` says otherwise; errors become Python exceptions carrying
-// the runtime's message. Functions hold the GIL (launches are short) and are thread-safe.
+// calls bind_kernel() once per kernel. Arrays are torch tensors (read through DLPack's C exchange
+// table when torch has one, else through their attributes; no build-time dependency on torch) or
+// any object with __cuda_array_interface__ or __dlpack__; launches go to the caller's current
+// torch stream unless `stream=` says otherwise; errors become Python exceptions carrying the
+// runtime's message. Functions hold the GIL (launches are short) and are thread-safe.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "taot/dlpack.h"
 #include "taot/runtime.h"
 
 namespace taot::python {
@@ -77,23 +79,190 @@ inline taot_dtype dtype_of_typestr(const std::string& typestr) {
   return TAOT_DTYPE_UNKNOWN;
 }
 
+// DLPack element type -> dtype; unknown for vectors (lanes > 1) and types taot has no name for.
+inline taot_dtype dtype_of_dlpack(dlpack::DataType type) {
+  if (type.lanes != 1) return TAOT_DTYPE_UNKNOWN;
+  const auto by_bits = [&](taot_dtype b8, taot_dtype b16, taot_dtype b32, taot_dtype b64) {
+    switch (type.bits) {
+      case 8: return b8;
+      case 16: return b16;
+      case 32: return b32;
+      case 64: return b64;
+      default: return TAOT_DTYPE_UNKNOWN;
+    }
+  };
+  switch (type.code) {
+    case dlpack::kInt: return by_bits(TAOT_DTYPE_I8, TAOT_DTYPE_I16, TAOT_DTYPE_I32, TAOT_DTYPE_I64);
+    case dlpack::kUInt: return by_bits(TAOT_DTYPE_U8, TAOT_DTYPE_U16, TAOT_DTYPE_U32, TAOT_DTYPE_U64);
+    case dlpack::kFloat: return by_bits(TAOT_DTYPE_UNKNOWN, TAOT_DTYPE_FP16, TAOT_DTYPE_FP32, TAOT_DTYPE_FP64);
+    case dlpack::kBfloat: return type.bits == 16 ? TAOT_DTYPE_BF16 : TAOT_DTYPE_UNKNOWN;
+    case dlpack::kBool: return type.bits == 8 ? TAOT_DTYPE_I1 : TAOT_DTYPE_UNKNOWN;
+    case dlpack::kFloat8_e4m3fn: return type.bits == 8 ? TAOT_DTYPE_FP8E4NV : TAOT_DTYPE_UNKNOWN;
+    case dlpack::kFloat8_e5m2: return type.bits == 8 ? TAOT_DTYPE_FP8E5 : TAOT_DTYPE_UNKNOWN;
+    default: return TAOT_DTYPE_UNKNOWN;
+  }
+}
+
+// The DLPack exchange table of a Python type (`type.__dlpack_c_exchange_api__`, torch >= 2.10),
+// or null. Looked up once per type; types are kept alive by the cache. Needs the GIL.
+inline const dlpack::ExchangeApi* exchange_api(PyTypeObject* type) {
+  static PyObject* const attribute = interned("__dlpack_c_exchange_api__");
+  static std::vector<std::pair<PyTypeObject*, const dlpack::ExchangeApi*>> known;
+  for (const auto& [known_type, api] : known)
+    if (known_type == type) return api;
+  const dlpack::ExchangeApi* found = nullptr;
+  if (PyObject* capsule = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), attribute)) {
+    if (PyCapsule_IsValid(capsule, "dlpack_exchange_api")) {
+      // Walk to a table of major version 1, the layout declared in taot/dlpack.h.
+      auto* header = static_cast<dlpack::ExchangeApiHeader*>(PyCapsule_GetPointer(capsule, "dlpack_exchange_api"));
+      while (header != nullptr && header->version.major > 1) header = header->prev_api;
+      const auto* api = reinterpret_cast<const dlpack::ExchangeApi*>(header);
+      if (api != nullptr && api->header.version.major == 1 && api->dltensor_from_py_object_no_sync != nullptr &&
+          api->current_work_stream != nullptr)
+        found = api;  // DLPack: the table lives as long as the process
+    }
+    Py_DECREF(capsule);
+  } else {
+    PyErr_Clear();
+  }
+  constexpr std::size_t kMaxCachedTypes = 64;
+  if (known.size() < kMaxCachedTypes) {
+    Py_INCREF(type);
+    known.emplace_back(type, found);
+  }
+  return found;
+}
+
 inline std::string prefix(const table::KernelTable& table, const table::Arg& arg) {
   return std::string(table.library) + "." + table.name + ": " + arg.name + ": ";
 }
 
-// A pointer argument from a torch tensor, a __cuda_array_interface__ object, or None (a null
-// pointer, for an argument of one dtype). Sets `from_torch` when the object was a torch tensor.
-inline taot_arg pointer_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object,
-                            bool& from_torch) {
+inline std::string shape_text(const std::int64_t* shape, std::int32_t ndim) {
+  std::string text = "(";
+  for (std::int32_t d = 0; d < ndim; ++d) text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + (ndim == 1 ? ",)" : ")");
+}
+
+// "(8, 8)" for a shape given as a Python sequence of ints (a tuple, torch.Size).
+inline std::string shape_text(nb::handle sequence) {
+  std::vector<std::int64_t> shape;
+  for (nb::handle extent : sequence) shape.push_back(nb::cast<std::int64_t>(extent));
+  return shape_text(shape.data(), static_cast<std::int32_t>(shape.size()));
+}
+
+// Where a launch goes, learned from its array arguments: the CUDA device they live on and how to
+// find the caller's current stream there.
+struct LaunchSite {
+  std::int32_t device = -1;                           // -1: no argument said
+  std::string device_arg;                             // the argument that set `device`
+  const dlpack::ExchangeApi* stream_api = nullptr;    // a framework that knows the current stream
+  bool legacy_torch = false;                          // a torch tensor read through its attributes
+  std::vector<std::pair<std::size_t, nb::handle>> deferred;  // __dlpack__() objects, read once the stream is known
+};
+
+// Checks that an array on `device_type`:`device_id` can be argument `arg`, and records its device.
+inline void check_device(const table::KernelTable& table, const table::Arg& arg, std::int32_t device_type,
+                         std::int32_t device_id, LaunchSite& site) {
+  if (device_type == dlpack::kCPU || device_type == dlpack::kCUDAHost)
+    throw nb::value_error((prefix(table, arg) + "the array is in host memory; taot kernels take CUDA arrays").c_str());
+  if (device_type != dlpack::kCUDA && device_type != dlpack::kCUDAManaged)
+    throw nb::value_error((prefix(table, arg) + "the array is on a DLPack device of type " +
+                           std::to_string(device_type) + ", not a CUDA device").c_str());
+  if (site.device < 0) {
+    site.device = device_id;
+    site.device_arg = arg.name;
+  } else if (site.device != device_id) {
+    throw nb::value_error((prefix(table, arg) + "the array is on cuda:" + std::to_string(device_id) + " but " +
+                           site.device_arg + " is on cuda:" + std::to_string(site.device)).c_str());
+  }
+}
+
+inline void check_rank(const table::KernelTable& table, const table::Arg& arg, std::int32_t ndim,
+                       const std::string& shape) {
+  if (arg.rank != 0 && ndim != arg.rank)
+    throw nb::value_error((prefix(table, arg) + "expected a " + std::to_string(arg.rank) + "-D array, got shape " +
+                           shape).c_str());
+}
+
+// A pointer argument from a DLPack view.
+inline taot_arg view_arg(const table::KernelTable& table, const table::Arg& arg, const dlpack::Tensor& view,
+                         LaunchSite& site) {
+  check_device(table, arg, view.device.device_type, view.device.device_id, site);
+  taot_arg value{};
+  value.dtype = dtype_of_dlpack(view.dtype);
+  if (value.dtype == TAOT_DTYPE_UNKNOWN)
+    throw nb::type_error((prefix(table, arg) + "arrays of DLPack type (code " + std::to_string(view.dtype.code) +
+                          ", " + std::to_string(view.dtype.bits) + " bits, " + std::to_string(view.dtype.lanes) +
+                          " lanes) are not supported").c_str());
+  if (arg.rank != 0 && view.ndim != arg.rank) check_rank(table, arg, view.ndim, shape_text(view.shape, view.ndim));
+  value.address = reinterpret_cast<std::uintptr_t>(view.data) + view.byte_offset;
+  return value;
+}
+
+// A torch tensor read through its Python attributes (torch without the DLPack exchange table).
+inline taot_arg torch_attribute_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object) {
   static PyObject* const data_ptr = interned("data_ptr");
   static PyObject* const is_cuda = interned("is_cuda");
   static PyObject* const dtype_name = interned("dtype");
+  static PyObject* const shape_name = interned("shape");
+  nb::object on_cuda = nb::steal(PyObject_GetAttr(object.ptr(), is_cuda));
+  if (!on_cuda.is_valid()) throw nb::python_error();
+  if (!PyObject_IsTrue(on_cuda.ptr()))
+    throw nb::value_error((prefix(table, arg) + "the array is in host memory; taot kernels take CUDA arrays").c_str());
+  taot_arg value{};
+  nb::object dtype = nb::steal(PyObject_GetAttr(object.ptr(), dtype_name));
+  if (!dtype.is_valid()) throw nb::python_error();
+  value.dtype = TAOT_DTYPE_UNKNOWN;
+  for (const auto& [torch_dtype, taot_type] : torch().dtypes)
+    if (torch_dtype == dtype.ptr()) value.dtype = taot_type;
+  if (value.dtype == TAOT_DTYPE_UNKNOWN)
+    throw nb::type_error((prefix(table, arg) + "tensors of " + nb::str(dtype).c_str() + " are not supported").c_str());
+  if (arg.rank != 0) {
+    nb::tuple shape = nb::steal<nb::tuple>(PyObject_GetAttr(object.ptr(), shape_name));
+    if (!shape.is_valid()) throw nb::python_error();
+    if (shape.size() != arg.rank) check_rank(table, arg, static_cast<std::int32_t>(shape.size()), shape_text(shape));
+  }
+  nb::object address = nb::steal(PyObject_CallMethodNoArgs(object.ptr(), data_ptr));
+  if (!address.is_valid()) throw nb::python_error();
+  value.address = PyLong_AsUnsignedLongLong(address.ptr());
+  return value;
+}
+
+// An object with __cuda_array_interface__ (version 2 or 3; its "stream" entry is not waited on).
+inline taot_arg array_interface_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle interface) {
+  taot_arg value{};
+  try {
+    nb::dict description = nb::cast<nb::dict>(interface);
+    nb::tuple data = nb::cast<nb::tuple>(description["data"]);
+    value.address = nb::cast<std::uint64_t>(data[0]);
+    value.dtype = dtype_of_typestr(nb::cast<std::string>(description["typestr"]));
+    if (arg.rank != 0) {
+      nb::tuple shape = nb::cast<nb::tuple>(description["shape"]);
+      if (shape.size() != arg.rank) check_rank(table, arg, static_cast<std::int32_t>(shape.size()), shape_text(shape));
+    }
+  } catch (const nb::builtin_exception&) {
+    throw;
+  } catch (const std::exception&) {
+    throw nb::type_error((prefix(table, arg) + "its __cuda_array_interface__ lacks data, typestr or shape").c_str());
+  }
+  if (value.dtype == TAOT_DTYPE_UNKNOWN)
+    throw nb::type_error((prefix(table, arg) + "its __cuda_array_interface__ typestr is not a dtype taot knows").c_str());
+  return value;
+}
+
+// A pointer argument: None (a null pointer, for an argument of one dtype), an array of a framework
+// with the DLPack exchange table (torch >= 2.10: the fast path), a torch tensor, an object with
+// __cuda_array_interface__, or one with __dlpack__ (left in `site.deferred`: read by dlpack_arg()
+// once the stream is known).
+inline taot_arg pointer_arg(const table::KernelTable& table, std::size_t index, nb::handle object, LaunchSite& site) {
   static PyObject* const cuda_array_interface = interned("__cuda_array_interface__");
+  static PyObject* const dlpack_method = interned("__dlpack__");
   static PyObject* const array_interface = interned("__array_interface__");
+  const table::Arg& arg = table.args[index];
   taot_arg value{};
   if (object.is_none()) {
-    // A null pointer, for arguments the chosen variant does not read (vLLM passes None for the
-    // scales of a bf16 GEMM). Its dtype is the argument's, which must then be unambiguous.
+    // vLLM passes None for the scales of a bf16 GEMM, which the chosen variant does not read. The
+    // null pointer's dtype is the argument's, which must then be unambiguous.
     if (arg.type_count != 1) {
       std::string types;
       for (std::uint16_t t = 0; t < arg.type_count; ++t)
@@ -104,49 +273,63 @@ inline taot_arg pointer_arg(const table::KernelTable& table, const table::Arg& a
     value.dtype = arg.types[0];
     return value;
   }
-  const Torch& torch_state = torch();
-  if (torch_state.tensor_type != nullptr && PyObject_TypeCheck(object.ptr(), torch_state.tensor_type)) {
-    from_torch = true;
-    nb::object on_cuda = nb::steal(PyObject_GetAttr(object.ptr(), is_cuda));
-    if (!on_cuda.is_valid()) throw nb::python_error();
-    if (!PyObject_IsTrue(on_cuda.ptr()))
-      throw nb::value_error((prefix(table, arg) + "the tensor is in host memory; taot kernels take CUDA tensors").c_str());
-    nb::object address = nb::steal(PyObject_CallMethodNoArgs(object.ptr(), data_ptr));
-    if (!address.is_valid()) throw nb::python_error();
-    value.address = PyLong_AsUnsignedLongLong(address.ptr());
-    nb::object dtype = nb::steal(PyObject_GetAttr(object.ptr(), dtype_name));
-    if (!dtype.is_valid()) throw nb::python_error();
-    value.dtype = TAOT_DTYPE_UNKNOWN;
-    for (const auto& [torch_dtype, taot_type] : torch_state.dtypes)
-      if (torch_dtype == dtype.ptr()) value.dtype = taot_type;
-    if (value.dtype == TAOT_DTYPE_UNKNOWN)
-      throw nb::type_error((prefix(table, arg) + "tensors of " + nb::str(dtype).c_str() + " are not supported").c_str());
+  if (const dlpack::ExchangeApi* api = exchange_api(Py_TYPE(object.ptr()))) {
+    dlpack::Tensor view{};
+    if (api->dltensor_from_py_object_no_sync(object.ptr(), &view) != 0) throw nb::python_error();
+    value = view_arg(table, arg, view, site);
+    if (site.stream_api == nullptr) site.stream_api = api;
     return value;
   }
-  nb::object interface = nb::steal(PyObject_GetAttr(object.ptr(), cuda_array_interface));
-  if (!interface.is_valid()) {
-    PyErr_Clear();
-    const std::string type_name = nb::type_name(object.type()).c_str();
-    if (PyObject_HasAttr(object.ptr(), array_interface))
-      throw nb::value_error((prefix(table, arg) + "a " + type_name +
-                             " in host memory; taot kernels take CUDA arrays (torch tensors on a GPU, or objects "
-                             "with __cuda_array_interface__)").c_str());
-    throw nb::type_error((prefix(table, arg) + "expected a CUDA tensor (torch, or an object with "
-                          "__cuda_array_interface__), got " + type_name).c_str());
+  const Torch& torch_state = torch();
+  if (torch_state.tensor_type != nullptr && PyObject_TypeCheck(object.ptr(), torch_state.tensor_type)) {
+    site.legacy_torch = true;
+    return torch_attribute_arg(table, arg, object);
   }
+  if (nb::object interface = nb::steal(PyObject_GetAttr(object.ptr(), cuda_array_interface)); interface.is_valid())
+    return array_interface_arg(table, arg, interface);
+  PyErr_Clear();
+  if (PyObject_HasAttr(object.ptr(), dlpack_method)) {
+    site.deferred.emplace_back(index, object);
+    return value;
+  }
+  const std::string type_name = nb::type_name(object.type()).c_str();
+  if (PyObject_HasAttr(object.ptr(), array_interface))
+    throw nb::value_error((prefix(table, arg) + "a " + type_name + " in host memory; taot kernels take CUDA arrays").c_str());
+  throw nb::type_error((prefix(table, arg) + "expected a CUDA array (a torch tensor, or an object with __dlpack__ or "
+                        "__cuda_array_interface__), got " + type_name).c_str());
+}
+
+// Reads an object through the DLPack protocol, asking its producer to order its pending work
+// before `stream` (the stream the kernel will run on). The capsule is never renamed, so its
+// producer keeps ownership and frees it when the capsule goes; the caller holds the object.
+inline taot_arg dlpack_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object, CUstream stream,
+                           LaunchSite& site) {
+  nb::tuple device = nb::cast<nb::tuple>(object.attr("__dlpack_device__")());
+  check_device(table, arg, nb::cast<std::int32_t>(device[0]), nb::cast<std::int32_t>(device[1]), site);
+  // DLPack's stream numbers: 1 is the legacy default stream (CUDA's null stream), 2 the per-thread
+  // one; any other value is the stream itself.
+  const std::uintptr_t stream_number = stream == nullptr ? 1 : reinterpret_cast<std::uintptr_t>(stream);
+  nb::object capsule;
   try {
-    nb::dict description = nb::cast<nb::dict>(interface);
-    nb::tuple data = nb::cast<nb::tuple>(description["data"]);
-    value.address = nb::cast<std::uint64_t>(data[0]);
-    value.dtype = dtype_of_typestr(nb::cast<std::string>(description["typestr"]));
-  } catch (const nb::builtin_exception&) {
-    throw;
-  } catch (const std::exception&) {
-    throw nb::type_error((prefix(table, arg) + "its __cuda_array_interface__ lacks data or typestr").c_str());
+    capsule = object.attr("__dlpack__")(nb::arg("stream") = stream_number,
+                                         nb::arg("max_version") = nb::make_tuple(1, 3));
+  } catch (const nb::python_error& error) {
+    if (!error.matches(PyExc_TypeError)) throw;
+    capsule = object.attr("__dlpack__")(nb::arg("stream") = stream_number);  // a producer older than DLPack 1.0
   }
-  if (value.dtype == TAOT_DTYPE_UNKNOWN)
-    throw nb::type_error((prefix(table, arg) + "its __cuda_array_interface__ typestr is not a dtype taot knows").c_str());
-  return value;
+  const dlpack::Tensor* view = nullptr;
+  if (PyCapsule_IsValid(capsule.ptr(), "dltensor_versioned")) {
+    auto* managed = static_cast<dlpack::ManagedTensorVersioned*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor_versioned"));
+    if (managed->version.major != 1)
+      throw nb::type_error((prefix(table, arg) + "its __dlpack__() gave DLPack version " +
+                            std::to_string(managed->version.major) + ", taot reads version 1").c_str());
+    view = &managed->dl_tensor;
+  } else if (PyCapsule_IsValid(capsule.ptr(), "dltensor")) {
+    view = &static_cast<dlpack::ManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"))->dl_tensor;
+  } else {
+    throw nb::type_error((prefix(table, arg) + "its __dlpack__() did not return a DLPack capsule").c_str());
+  }
+  return view_arg(table, arg, *view, site);
 }
 
 inline taot_arg scalar_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object) {
@@ -175,15 +358,21 @@ inline taot_arg scalar_arg(const table::KernelTable& table, const table::Arg& ar
   }
 }
 
-// `stream=`: None (the current torch stream when torch tensors were given, else 0), an int, or
-// an object with a `cuda_stream` int (torch.cuda.Stream).
-inline CUstream stream_arg(nb::handle stream, bool any_torch) {
+// The stream to launch on: `stream=` when given (an int, or an object with a `cuda_stream` int such
+// as torch.cuda.Stream), else the current stream of the arrays' framework on their device (torch's
+// current stream), else the null stream.
+inline CUstream stream_arg(nb::handle stream, const LaunchSite& site) {
   if (stream.is_valid() && !stream.is_none()) {
     if (PyLong_Check(stream.ptr())) return reinterpret_cast<CUstream>(PyLong_AsUnsignedLongLong(stream.ptr()));
     return reinterpret_cast<CUstream>(nb::cast<std::uint64_t>(stream.attr("cuda_stream")));
   }
+  if (site.stream_api != nullptr) {
+    void* current = nullptr;
+    if (site.stream_api->current_work_stream(dlpack::kCUDA, site.device, &current) != 0) throw nb::python_error();
+    return static_cast<CUstream>(current);
+  }
   const Torch& torch_state = torch();
-  if (!any_torch || torch_state.raw_stream == nullptr) return nullptr;
+  if (!site.legacy_torch || torch_state.raw_stream == nullptr) return nullptr;
   nb::object device = nb::steal(PyObject_CallNoArgs(torch_state.current_device));
   if (!device.is_valid()) throw nb::python_error();
   nb::object raw = nb::steal(PyObject_CallOneArg(torch_state.raw_stream, device.ptr()));
@@ -224,10 +413,10 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
     heap_values.resize(table.arg_count);
     values = heap_values.data();
   }
-  bool any_torch = false;
+  detail::LaunchSite site;
   for (std::size_t a = 0; a < table.arg_count; ++a) {
     const table::Arg& arg = table.args[a];
-    values[a] = arg.kind == table::ArgKind::pointer ? detail::pointer_arg(table, arg, args[a], any_torch)
+    values[a] = arg.kind == table::ArgKind::pointer ? detail::pointer_arg(table, a, args[a], site)
                                                     : detail::scalar_arg(table, arg, args[a]);
   }
 
@@ -268,7 +457,10 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
                             "(): give either variant= or config keywords, not both").c_str());
     selection = Selection::config(fields.data());
   }
-  Status status = kernel.launch(detail::stream_arg(stream, any_torch), values, table.arg_count, selection);
+  const CUstream launch_stream = detail::stream_arg(stream, site);
+  for (const auto& [index, object] : site.deferred)
+    values[index] = detail::dlpack_arg(table, table.args[index], object, launch_stream, site);
+  Status status = kernel.launch(launch_stream, values, table.arg_count, selection);
   if (!status.ok()) detail::raise(std::move(status));
 }
 

@@ -1,6 +1,12 @@
 """GPU tests of the generated Python module of vector_add, with torch: every dtype against
 torch's x + y, misaligned views, exact configs and variants, the current stream, CUDA graph
-capture and torch.compile. Needs the module on PYTHONPATH (scripts/gpu_suite.sh sets it)."""
+capture and torch.compile, arrays given through __dlpack__ and torch read without its DLPack
+exchange table. Needs the module on PYTHONPATH (scripts/gpu_suite.sh sets it)."""
+import os
+import subprocess
+import sys
+import textwrap
+
 import torch
 
 import vector_add as va
@@ -96,7 +102,7 @@ def test_host_tensor_and_wrong_dtype_are_refused():
         va.add_kernel(x.cpu(), y, out, 64)
         raise AssertionError("a host tensor was accepted")
     except ValueError as error:
-        assert "x_ptr: the tensor is in host memory" in str(error)
+        assert "x_ptr: the array is in host memory" in str(error)
     try:
         va.add_kernel(x.double(), y.double(), out.double(), 64)
         raise AssertionError("fp64 was accepted")
@@ -129,3 +135,69 @@ def test_torch_custom_op_in_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     check_add(x, y, out)
+
+
+class DLPackOnly:
+    """A CUDA array known only through the DLPack protocol (what CuPy, JAX or NumPy-like arrays
+    offer); remembers the streams it was asked to order its work before."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        self.streams = []
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+    def __dlpack__(self, stream=None, **kwargs):
+        self.streams.append(stream)
+        return self.tensor.__dlpack__(stream=stream, **kwargs)
+
+
+def test_dlpack_objects_on_the_current_stream():
+    for dtype in DTYPES:
+        x, y, out = fresh(5001, dtype, offset=1)
+        wrapped = DLPackOnly(y)
+        va.add_kernel(x, wrapped, out, 5001)  # torch's current stream, which y is told to order before
+        torch.cuda.synchronize()
+        check_add(x, y, out)
+        assert wrapped.streams == [torch.cuda.current_stream().cuda_stream or 1], wrapped.streams
+    x, y, out = fresh(777, torch.float32)
+    va.add_kernel(DLPackOnly(x), DLPackOnly(y), DLPackOnly(out), 777)  # no torch tensor: the null stream
+    torch.cuda.synchronize()
+    check_add(x, y, out)
+
+
+def test_wrong_rank_is_refused():
+    x, y, out = fresh(64, torch.float32)
+    try:
+        va.add_kernel(x.view(8, 8), y, out, 64)
+        raise AssertionError("a 2-D tensor was accepted")
+    except ValueError as error:
+        assert "x_ptr: expected a 1-D array, got shape (8, 8)" in str(error), error
+
+
+def test_torch_without_the_exchange_table():
+    """torch before 2.10 has no __dlpack_c_exchange_api__: tensors are read through their
+    attributes and the stream from torch._C. Run in a fresh process with the table removed."""
+    code = textwrap.dedent("""
+        import torch
+        del torch.Tensor.__dlpack_c_exchange_api__
+        import vector_add as va
+        x, y = torch.randn(3000, device="cuda"), torch.randn(3000, device="cuda")
+        out = torch.empty_like(x)
+        stream = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        with torch.cuda.stream(stream):
+            va.add_kernel(x, y, out, 3000)
+            result = out.clone()
+        stream.synchronize()
+        assert torch.equal(result, x + y)
+        try:
+            va.add_kernel(x.view(30, 100), y, out, 3000)
+            raise AssertionError("a 2-D tensor was accepted")
+        except ValueError as error:
+            assert "x_ptr: expected a 1-D array, got shape (30, 100)" in str(error), error
+        print("attribute path ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=300)
+    assert result.returncode == 0 and "attribute path ok" in result.stdout, result.stdout + result.stderr

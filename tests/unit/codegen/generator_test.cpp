@@ -120,11 +120,12 @@ TEST_F(GeneratorTest, CHeaderDeclaresEntryPointsAndHandles) {
 
 TEST_F(GeneratorTest, SourceHoldsTheTables) {
   builder.json["kernels"][0]["args"][2]["output"] = true;  // out_ptr
+  builder.json["kernels"][0]["args"][2]["rank"] = 2;
   const std::string source = render(read())["demo.cpp"];
   EXPECT_THAT(source, HasSubstr("constexpr taot_dtype arg_3_types[] = {TAOT_DTYPE_I32, TAOT_DTYPE_I64};\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"x_ptr\", taot::table::ArgKind::pointer, arg_0_types, 2, false},\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"out_ptr\", taot::table::ArgKind::pointer, arg_2_types, 2, true},\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"flag\", taot::table::ArgKind::bool_scalar, arg_5_types, 1, false},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"x_ptr\", taot::table::ArgKind::pointer, arg_0_types, 2, false, 0},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"out_ptr\", taot::table::ArgKind::pointer, arg_2_types, 2, true, 2},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"flag\", taot::table::ArgKind::bool_scalar, arg_5_types, 1, false, 0},\n"));
   EXPECT_THAT(source, HasSubstr("constexpr std::int64_t field_1_values[] = {TAOT_DTYPE_FP32, TAOT_DTYPE_FP16};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr double field_2_values[] = {1e-06, 0.5};\n"));
   EXPECT_THAT(source, HasSubstr("    {\"EPS\", taot::table::FieldKind::float_value, nullptr, field_2_values, 2, 1},\n"));

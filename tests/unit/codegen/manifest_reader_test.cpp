@@ -98,6 +98,20 @@ TEST_F(ManifestReaderTest, OutputFlagIsOptionalAndMustBeABool) {
   EXPECT_FALSE(manifest->kernels[0].args[1].output);
 }
 
+TEST_F(ManifestReaderTest, RankIsOptionalFromOneToEight) {
+  for (const int bad : {0, 9}) {
+    builder.json["kernels"][0]["args"][0]["rank"] = bad;
+    EXPECT_THAT(error_of(), HasSubstr("manifest.json: kernels[0].args[0].rank: ")) << bad;
+  }
+  builder.json["kernels"][0]["args"][0]["rank"] = "two";
+  EXPECT_THAT(error_of(), HasSubstr("manifest.json: kernels[0].args[0].rank: expected"));
+  builder.json["kernels"][0]["args"][0]["rank"] = 2;
+  const Expected<Manifest> manifest = read_manifest(builder.write());
+  ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+  EXPECT_EQ(manifest->kernels[0].args[0].rank, 2);
+  EXPECT_EQ(manifest->kernels[0].args[1].rank, 0);
+}
+
 TEST_F(ManifestReaderTest, RejectsMissingField) {
   builder.json["kernels"][0]["variants"][1]["images"][0].erase("shared");
   EXPECT_THAT(error_of(), HasSubstr("manifest.json: kernels[0].variants[1].images[0].shared: missing"));

@@ -12,10 +12,10 @@ const std::int64_t kWarps[] = {4, 8};
 }  // namespace
 
 AddKernelTable::AddKernelTable(std::uint32_t shared_bytes, bool drop_fp16_unaligned) {
-  args_ = {{"x_ptr", table::ArgKind::pointer, kPointerTypes, 2, false},
-           {"y_ptr", table::ArgKind::pointer, kPointerTypes, 2, false},
-           {"output_ptr", table::ArgKind::pointer, kPointerTypes, 2, true},
-           {"n_elements", table::ArgKind::int_scalar, kIntTypes, 2, false}};
+  args_ = {{"x_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1},
+           {"y_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1},
+           {"output_ptr", table::ArgKind::pointer, kPointerTypes, 2, true, 1},
+           {"n_elements", table::ArgKind::int_scalar, kIntTypes, 2, false, 0}};
   fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 2, 1},
              {"num_warps", table::FieldKind::int_value, kWarps, nullptr, 2, 0}};
   const std::pair<taot_dtype, std::uint8_t> n_choices[] = {

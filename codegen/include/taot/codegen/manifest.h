@@ -42,6 +42,9 @@ struct Arg {
   std::vector<DType> types;
   // pointer: the kernel writes through it ("output", default false).
   bool output = false;
+  // pointer: the number of dimensions an array passed from Python must have ("rank", 1 to 8;
+  // absent or 0: any).
+  std::uint8_t rank = 0;
 
   // Constexpr parameters are compiled in; every other parameter is a call argument.
   bool is_call_argument() const noexcept { return kind != ArgKind::constexpr_value; }
