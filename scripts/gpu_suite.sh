@@ -72,6 +72,16 @@ step "fused MoE through Triton JIT and through the taot module, against the torc
   test_fused_moe_gpu.py test_fused_moe_aot_gpu.py -s 2>&1 | grep -E "aot vs jit|passed|failed|FAIL|Error" | head -60) \
   || fail "fused MoE tests"
 
+step "launch features: scratch buffers, clusters, PDL, cooperative grids (taot build + module tests)"
+"$taot_bin" build tests/gpu/launch_features/launch_features.toml -o "$work/launch_features" -j "$jobs" --python --quiet \
+  || fail "taot build launch_features"
+cmake -S "$work/launch_features" -B "$work/launch_features/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DTAOT_SOURCE_DIR="$root" -DPython_EXECUTABLE="$(command -v python3)" >/dev/null \
+  && cmake --build "$work/launch_features/build" -j "$jobs" > "$logs/launch_features_build.log" 2>&1 \
+  || { tail -20 "$logs/launch_features_build.log"; fail "build launch_features"; }
+PYTHONPATH=$work/launch_features/build:$PYTHONPATH python3 tests/gpu/run_python_tests.py \
+  tests/gpu/launch_features/test_launch_features.py || fail "launch features tests"
+
 step "benchmark: MoE layer, taot vs Triton JIT vs torch reference"
 PYTHONPATH=$work/fused_moe/build:$PYTHONPATH python3 bench/moe_layer.py || fail "MoE layer benchmark"
 

@@ -98,6 +98,14 @@ taot_status taot_kernel_unload(taot_kernel* handle) {
   });
 }
 
+taot_status taot_reserve_scratch(CUstream stream, uint64_t bytes) {
+  return guarded([&]() -> taot::Status { return taot::reserve_scratch(stream, bytes); });
+}
+
+taot_status taot_release_scratch(void) {
+  return guarded([&]() -> taot::Status { return taot::release_scratch(); });
+}
+
 static const taot::table::KernelTable* table_of(const taot_kernel* handle) {
   return handle == nullptr ? nullptr : &taot::Kernel::from_handle(const_cast<taot_kernel*>(handle))->table();
 }

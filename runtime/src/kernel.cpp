@@ -1,5 +1,6 @@
 // Kernel: select a variant, find (or load once) its function in the current context, evaluate
-// the grid and launch with Triton 3.6's two trailing scratch pointers.
+// the grid and launch with Triton 3.6's two trailing scratch pointers (buffers from the scratch
+// pool when the kernel needs them), through cuLaunchKernelEx for clusters, cooperative grids, PDL.
 #include <array>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include "dispatch.h"
 #include "grid.h"
 #include "module_cache.h"
+#include "scratch.h"
 #include "taot/driver_api.h"
 #include "taot/runtime.h"
 
@@ -98,22 +100,16 @@ std::string variant_name(const DispatchIndex& index, const table::Variant& varia
   return index.qualified_name() + " variant " + variant.id;
 }
 
-Status check_launchable(const DispatchIndex& index, const table::Variant& variant, const table::Image& image) {
-  std::string missing;
-  if (image.global_scratch_size > 0)
-    missing = "a global scratch buffer of " + std::to_string(image.global_scratch_size) + " bytes per program";
-  else if (image.profile_scratch_size > 0)
-    missing = "a profile scratch buffer of " + std::to_string(image.profile_scratch_size) + " bytes per program";
-  else if (image.num_ctas > 1)
-    missing = "a cluster launch (num_ctas=" + std::to_string(image.num_ctas) + ")";
-  else if (image.cooperative)
-    missing = "a cooperative launch";
-  else if (image.pdl)
-    missing = "programmatic dependent launch";
-  if (missing.empty()) return Status();
-  return Status::error(TAOT_NOT_SUPPORTED, variant_name(index, variant) + " (" + image.target + ") needs " +
-                                               missing + ", which this runtime does not provide yet");
+Status grid_error(const DispatchIndex& index, const table::Variant& variant, const std::array<std::int64_t, 3>& grid,
+                  std::uint16_t num_ctas) {
+  std::string text = variant_name(index, variant) + ": grid (" + std::to_string(grid[0]) + ", " +
+                     std::to_string(grid[1]) + ", " + std::to_string(grid[2]) + ")";
+  if (num_ctas > 1) text += " of clusters of " + std::to_string(num_ctas) + " blocks";
+  return Status::error(TAOT_OUT_OF_RESOURCES, text + " exceeds the CUDA limits (2147483647, 65535, 65535)");
 }
+
+// Whether the image launches through cuLaunchKernelEx (launch attributes).
+bool needs_launch_attributes(const table::Image& image) { return image.num_ctas > 1 || image.cooperative || image.pdl; }
 
 // Loads `variant` in `context`; called with the module cache's lock held.
 Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIndex& index,
@@ -128,28 +124,44 @@ Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIn
                                                       device->name + ", sm_" + std::to_string(device->arch) +
                                                       "); the library was compiled for " + targets);
   }
-  if (Status status = check_launchable(index, variant, *image); !status.ok()) return status;
-  if (image->shared_bytes > kDefaultSharedLimit) {
-    int limit = 0;
-    const CUresult result = api.cuDeviceGetAttribute(&limit, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                                                     device->handle);
-    if (result != CUDA_SUCCESS) return driver::call_error(api, "cuDeviceGetAttribute", result);
-    if (image->shared_bytes > static_cast<std::uint32_t>(limit))
-      return Status::error(TAOT_OUT_OF_RESOURCES, variant_name(index, variant) + " needs " +
-                                                      std::to_string(image->shared_bytes) +
-                                                      " bytes of shared memory per block; " + device->name +
-                                                      " allows " + std::to_string(limit));
-  }
+  if (needs_launch_attributes(*image) && api.cuLaunchKernelEx == nullptr)
+    return Status::error(TAOT_NOT_SUPPORTED, variant_name(index, variant) + " needs cuLaunchKernelEx (clusters, "
+                                                                            "cooperative grids, PDL): a CUDA 12.0 or newer driver");
   Expected<CUmodule> module = ModuleCache::instance().acquire(api, context, image->cubin);
   if (!module.ok()) return std::move(module).take_status().with_context(variant_name(index, variant));
   CUfunction function = nullptr;
+  const auto fail = [&](Status status) {
+    (void)ModuleCache::instance().release(api, context, image->cubin);
+    return std::move(status).with_context(variant_name(index, variant));
+  };
   CUresult result = api.cuModuleGetFunction(&function, *module, image->function_name);
-  if (result == CUDA_SUCCESS && image->shared_bytes > kDefaultSharedLimit)
+  if (result != CUDA_SUCCESS) return fail(driver::call_error(api, "cuModuleGetFunction", result));
+  // Shared memory per block: the dynamic bytes Triton reports plus the cubin's static bytes (1 KiB
+  // in some sm_90 kernels); above 48 KiB the dynamic part is opted in, per function, up to the
+  // device's limit.
+  int static_bytes = 0;
+  result = api.cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function);
+  if (result != CUDA_SUCCESS) return fail(driver::call_error(api, "cuFuncGetAttribute", result));
+  const std::uint64_t shared_total = std::uint64_t{image->shared_bytes} + static_cast<std::uint64_t>(static_bytes);
+  if (shared_total > kDefaultSharedLimit) {
+    int limit = 0;
+    result = api.cuDeviceGetAttribute(&limit, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device->handle);
+    if (result != CUDA_SUCCESS) return fail(driver::call_error(api, "cuDeviceGetAttribute", result));
+    if (shared_total > static_cast<std::uint64_t>(limit)) {
+      (void)ModuleCache::instance().release(api, context, image->cubin);
+      return Status::error(TAOT_OUT_OF_RESOURCES,
+                           variant_name(index, variant) + " needs " + std::to_string(shared_total) +
+                               " bytes of shared memory per block (" + std::to_string(image->shared_bytes) +
+                               " dynamic + " + std::to_string(static_bytes) + " static); " + device->name +
+                               " allows " + std::to_string(limit));
+    }
     result = api.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                     static_cast<int>(image->shared_bytes));
-  if (result != CUDA_SUCCESS) {
-    (void)ModuleCache::instance().release(api, context, image->cubin);
-    return driver::call_error(api, "cuModuleGetFunction", result).with_context(variant_name(index, variant));
+    if (result != CUDA_SUCCESS) return fail(driver::call_error(api, "cuFuncSetAttribute", result));
+  }
+  if (image->num_ctas > 8) {  // clusters above the portable size of 8 CTAs must be allowed per function
+    result = api.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+    if (result != CUDA_SUCCESS) return fail(driver::call_error(api, "cuFuncSetAttribute", result));
   }
   return new LoadedFunction{context.handle, context.id, function, image, nullptr};
 }
@@ -219,10 +231,7 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   const auto [grid_x, grid_y, grid_z] = grid;
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) return Status();
   if (grid_x > detail::kMaxGridX || grid_y > detail::kMaxGridYZ || grid_z > detail::kMaxGridYZ)
-    return Status::error(TAOT_OUT_OF_RESOURCES, detail::variant_name(index, variant) + ": grid (" +
-                                                    std::to_string(grid_x) + ", " + std::to_string(grid_y) + ", " +
-                                                    std::to_string(grid_z) +
-                                                    ") exceeds the CUDA limits (2147483647, 65535, 65535)");
+    return detail::grid_error(index, variant, grid, 1);
 
   // Hot path: the driver table is loaded and the variant has a function in the current context.
   const driver::Api* api = driver::loaded();
@@ -243,8 +252,26 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
     function = *loaded;
   }
 
+  const table::Image& image = *function->image;
+  // Programs of a cluster kernel are clusters of num_ctas blocks along x (Triton 3.6).
+  const std::int64_t blocks_x = grid_x * image.num_ctas;
+  if (blocks_x > detail::kMaxGridX) return detail::grid_error(index, variant, grid, image.num_ctas);
+
   // Kernel parameters are read in place from the caller's taot_arg unions.
-  static const CUdeviceptr null_scratch = 0;
+  CUdeviceptr global_scratch = 0, profile_scratch = 0;
+  if (image.global_scratch_size > 0 || image.profile_scratch_size > 0) {
+    const std::uint64_t programs = static_cast<std::uint64_t>(blocks_x) * grid_y * grid_z;
+    Expected<detail::ScratchLayout> layout =
+        detail::scratch_layout(programs, image.global_scratch_size, image.global_scratch_align,
+                               image.profile_scratch_size, image.profile_scratch_align);
+    if (!layout.ok()) return std::move(layout).take_status().with_context(detail::variant_name(index, variant));
+    Expected<CUdeviceptr> buffer = detail::ScratchPool::instance().acquire(
+        *api, detail::ContextRef{function->context, function->context_id}, stream, layout->total, layout->align,
+        detail::variant_name(index, variant));
+    if (!buffer.ok()) return std::move(buffer).take_status();
+    if (image.global_scratch_size > 0) global_scratch = *buffer + layout->global_offset;
+    if (image.profile_scratch_size > 0) profile_scratch = *buffer + layout->profile_offset;
+  }
   constexpr std::size_t kInlineParams = 64;
   void* inline_params[kInlineParams];
   std::vector<void*> heap_params;
@@ -256,13 +283,44 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   }
   for (std::uint16_t p = 0; p < variant.param_count; ++p)
     params[p] = const_cast<taot_arg*>(&args[variant.params[p]]);
-  params[variant.param_count] = const_cast<CUdeviceptr*>(&null_scratch);      // global scratch
-  params[variant.param_count + 1] = const_cast<CUdeviceptr*>(&null_scratch);  // profile scratch
+  params[variant.param_count] = &global_scratch;
+  params[variant.param_count + 1] = &profile_scratch;
 
+  const bool with_attributes = detail::needs_launch_attributes(image);
   const auto launch_with = [&](const detail::LoadedFunction& target) {
-    return api->cuLaunchKernel(target.function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y),
-                               static_cast<unsigned>(grid_z), 32u * target.image->num_warps, 1, 1,
-                               target.image->shared_bytes, stream, params, nullptr);
+    if (!with_attributes)
+      return api->cuLaunchKernel(target.function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y),
+                                 static_cast<unsigned>(grid_z), 32u * image.num_warps, 1, 1, image.shared_bytes,
+                                 stream, params, nullptr);
+    CUlaunchAttribute attributes[4] = {};
+    unsigned count = 0;
+    if (image.num_ctas > 1) {
+      attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attributes[count].value.clusterDim.x = image.num_ctas;
+      attributes[count].value.clusterDim.y = 1;
+      attributes[count++].value.clusterDim.z = 1;
+      attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+      attributes[count++].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
+    }
+    if (image.cooperative) {
+      attributes[count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attributes[count++].value.cooperative = 1;
+    }
+    if (image.pdl) {
+      attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attributes[count++].value.programmaticStreamSerializationAllowed = 1;
+    }
+    CUlaunchConfig config = {};
+    config.gridDimX = static_cast<unsigned>(blocks_x);
+    config.gridDimY = static_cast<unsigned>(grid_y);
+    config.gridDimZ = static_cast<unsigned>(grid_z);
+    config.blockDimX = 32u * image.num_warps;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = image.shared_bytes;
+    config.hStream = stream;
+    config.attrs = attributes;
+    config.numAttrs = count;
+    return api->cuLaunchKernelEx(&config, target.function, params, nullptr);
   };
   CUresult result = launch_with(*function);
   if (detail::may_be_stale_context(result)) {
@@ -272,11 +330,14 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
     if (fresh.ok() && fresh->id != function->context_id) {
       Expected<detail::LoadedFunction*> reloaded = detail::function_for(*api, **state, *table_, selected, *fresh);
       if (!reloaded.ok()) return std::move(reloaded).take_status();
+      if (image.global_scratch_size > 0 || image.profile_scratch_size > 0)
+        return launch(stream, args, arg_count, selection);  // scratch of the new context
       result = launch_with(**reloaded);
     }
   }
   if (result != CUDA_SUCCESS)
-    return driver::call_error(*api, "cuLaunchKernel", result).with_context(detail::variant_name(index, variant));
+    return driver::call_error(*api, with_attributes ? "cuLaunchKernelEx" : "cuLaunchKernel", result)
+        .with_context(detail::variant_name(index, variant));
   return Status();
 }
 

@@ -1,5 +1,6 @@
 """Builds the vector_add example library from scratch with the real taot binary, compiles the
 generated sources with -Wall -Wextra -Werror, and checks that a second build recompiles nothing."""
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -54,3 +55,20 @@ def test_second_build_recompiles_and_rewrites_nothing(built, taot_bin):
     rebuilt = run("cmake", "--build", built["build"])
     assert rebuilt.returncode == 0
     assert "no work to do" in rebuilt.stdout, rebuilt.stdout
+
+
+def test_launch_feature_kernels_carry_their_launch_needs(run_taot, tmp_path):
+    """The GPU suite's launch-feature kernels compile here, and the manifest records what their
+    launches need: global scratch, a cluster, PDL, a cooperative grid."""
+    spec = REPO / "tests" / "gpu" / "launch_features" / "launch_features.toml"
+    result = run_taot("build", spec, "-o", tmp_path / "out", "--quiet")
+    assert result.returncode == 0, result.stdout + result.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    images = {kernel["name"]: kernel["variants"][0]["images"][0] for kernel in manifest["kernels"]}
+    assert images["descriptor_scale"]["global_scratch_size"] == 256
+    assert images["descriptor_scale"]["global_scratch_align"] == 128
+    assert images["add_one_cluster"]["num_ctas"] == 2
+    assert images["add_one_cluster"]["cluster_dims"] == [2, 1, 1]
+    assert images["add_one_pdl"]["launch_pdl"] is True
+    assert images["grid_barrier"]["launch_cooperative_grid"] is True
+    assert images["grid_barrier"]["num_warps"] == 1

@@ -178,3 +178,15 @@ def test_wrong_count_keyword_and_scalar_type(module_dir):
     assert value == "ValueError: vector_add::add_kernel: config BLOCK_SIZE=512 was not compiled; compiled values: 256, 1024"
     assert scalar == "TypeError: vector_add.add_kernel: n_elements: expected an int, got str"
     assert empty == "no error"  # an empty grid launches nothing, even without a driver
+
+
+def test_scratch_functions_need_the_driver(module_dir):
+    out = check(module_dir, """
+        print(error_of(lambda: va.reserve_scratch(4096)))
+        print(error_of(lambda: va.release_scratch()))
+        print(va.reserve_scratch.__doc__.splitlines()[0])
+    """)
+    reserve, release, doc = out.splitlines()[:3]
+    assert reserve.startswith("RuntimeError: cannot load the CUDA driver libcuda.so.1"), reserve
+    assert release.startswith("RuntimeError: cannot load the CUDA driver libcuda.so.1"), release
+    assert doc.startswith("reserve_scratch(bytes: int, stream: object | None = None)"), doc

@@ -76,6 +76,13 @@ taot_status taot_launch_variant(taot_kernel* kernel, CUstream stream, const taot
 taot_status taot_kernel_preload(taot_kernel* kernel);
 taot_status taot_kernel_unload(taot_kernel* kernel);
 
+/* Scratch memory, for kernels that need global or profile scratch (taot::reserve_scratch):
+ * makes the buffer for launches on `stream` in the current context at least `bytes` long. Call
+ * before capturing a CUDA graph on `stream`; fails while `stream` is capturing. */
+taot_status taot_reserve_scratch(CUstream stream, uint64_t bytes);
+/* Frees the current context's scratch buffers, after waiting for the device. */
+taot_status taot_release_scratch(void);
+
 /* Introspection. Returned strings are owned by the library and live as long as the process. */
 const char* taot_kernel_name(const taot_kernel* kernel);
 size_t taot_kernel_arg_count(const taot_kernel* kernel);

@@ -25,11 +25,20 @@ namespace taot::driver {
   X(cuModuleUnload, "cuModuleUnload")                    \
   X(cuModuleGetFunction, "cuModuleGetFunction")          \
   X(cuFuncSetAttribute, "cuFuncSetAttribute")            \
+  X(cuFuncGetAttribute, "cuFuncGetAttribute")            \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing")          \
+  X(cuCtxSynchronize, "cuCtxSynchronize")                \
   X(cuLaunchKernel, "cuLaunchKernel")
 
 // Entry points newer drivers have; null when absent.
-//  cuCtxGetId (CUDA 12.0) tells a new context from a destroyed one at the same address.
-#define TAOT_DRIVER_OPTIONAL(X) X(cuCtxGetId, "cuCtxGetId")
+//  cuCtxGetId (CUDA 12.0) tells a new context from a destroyed one at the same address;
+//  cuLaunchKernelEx (12.0) launches clusters, cooperative grids and PDL kernels;
+//  cuMemAllocAsync/cuMemFreeAsync (11.2) hold scratch buffers, stream-ordered.
+#define TAOT_DRIVER_OPTIONAL(X)                \
+  X(cuCtxGetId, "cuCtxGetId")                  \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx")      \
+  X(cuMemAllocAsync, "cuMemAllocAsync")        \
+  X(cuMemFreeAsync, "cuMemFreeAsync")
 
 // Function pointers of the driver. Every required member is non-null in a table returned by get().
 struct Api {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "taot/dlpack.h"
+#include "taot/driver_api.h"
 #include "taot/runtime.h"
 
 namespace taot::python {
@@ -380,6 +381,27 @@ inline CUstream stream_arg(nb::handle stream, const LaunchSite& site) {
   return reinterpret_cast<CUstream>(PyLong_AsUnsignedLongLong(raw.ptr()));
 }
 
+// Launches go to the current context: refuse arrays of another device (their addresses would be
+// wild there) instead of faulting the context.
+inline void check_current_device(const table::KernelTable& table, const LaunchSite& site) {
+  if (site.device < 0) return;
+  const driver::Api* api = driver::loaded();
+  if (api == nullptr) {
+    Expected<const driver::Api*> loaded = driver::get();
+    if (!loaded.ok()) return;  // the launch reports it
+    api = *loaded;
+  }
+  CUcontext context = nullptr;
+  CUdevice device = 0;
+  if (api->cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr || api->cuCtxGetDevice(&device) != CUDA_SUCCESS)
+    return;  // no context: the launch reports it
+  if (device != site.device)
+    throw nb::value_error((std::string(table.library) + "." + table.name + ": the arrays are on cuda:" +
+                           std::to_string(site.device) + " (" + site.device_arg + ") but the current CUDA device is cuda:" +
+                           std::to_string(device) + "; launch under torch.cuda.device(" + std::to_string(site.device) +
+                           ") or make that device's context current").c_str());
+}
+
 inline void raise(Status status) {
   if (status.code() == TAOT_INVALID_ARGUMENT || status.code() == TAOT_NO_MATCHING_VARIANT)
     throw nb::value_error(status.message().c_str());
@@ -457,6 +479,7 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
                             "(): give either variant= or config keywords, not both").c_str());
     selection = Selection::config(fields.data());
   }
+  detail::check_current_device(table, site);
   const CUstream launch_stream = detail::stream_arg(stream, site);
   for (const auto& [index, object] : site.deferred)
     values[index] = detail::dlpack_arg(table, table.args[index], object, launch_stream, site);
@@ -570,10 +593,37 @@ inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
   detail::bound_kernels().emplace_back(&kernel, module.attr(name));
 }
 
-// Adds `register_torch_ops()` to `module`, and calls it now if the program has imported torch.
-inline void add_torch_ops(nb::module_& module) {
+// The stream a module-level call means: `stream` (an int or an object with `cuda_stream`), else
+// torch's current stream when the program has imported torch, else the null stream.
+inline CUstream stream_or_current(nb::handle stream) {
+  if (!stream.is_none()) return detail::stream_arg(stream, detail::LaunchSite{});
+  if (PyDict_GetItemString(PyImport_GetModuleDict(), "torch") == nullptr) return nullptr;
+  nb::object current = nb::module_::import_("torch.cuda").attr("current_stream")();
+  return reinterpret_cast<CUstream>(nb::cast<std::uint64_t>(current.attr("cuda_stream")));
+}
+
+// Adds the library-wide functions to `module`: `register_torch_ops()` (called now if the program
+// has imported torch), `reserve_scratch(bytes, stream=None)` and `release_scratch()`.
+inline void add_library_functions(nb::module_& module) {
   module.def("register_torch_ops", &register_torch_ops,
              "Registers the kernels as torch custom ops, torch.ops.<library>.<kernel> (imports torch).");
+  module.def(
+      "reserve_scratch",
+      [](std::uint64_t bytes, nb::handle stream) {
+        Status status = reserve_scratch(stream_or_current(stream), bytes);
+        if (!status.ok()) detail::raise(std::move(status));
+      },
+      nb::arg("bytes"), nb::arg("stream") = nb::none(),
+      "Makes the scratch buffer for launches on `stream` (default: torch's current stream, else the null "
+      "stream) at least `bytes` long, for kernels needing global scratch launched while a CUDA graph "
+      "captures that stream. Call it before capture.");
+  module.def(
+      "release_scratch",
+      []() {
+        Status status = release_scratch();
+        if (!status.ok()) detail::raise(std::move(status));
+      },
+      "Frees the current CUDA context's scratch buffers (waits for the device first).");
   if (PyDict_GetItemString(PyImport_GetModuleDict(), "torch") != nullptr) register_torch_ops();
 }
 

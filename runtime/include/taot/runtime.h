@@ -252,4 +252,15 @@ class Kernel {
   std::atomic<detail::KernelState*> state_{nullptr};
 };
 
+// Scratch memory for kernels that need global or profile scratch (Triton's device-side tensor
+// descriptors, say). taot keeps one buffer per (context, stream), grown as launches need outside
+// graph capture; during capture nothing is allocated and a launch whose stream's buffer is too
+// small fails naming the bytes. reserve_scratch makes `stream`'s buffer in the current context at
+// least `bytes` long (call it before capture; it fails while `stream` captures). Buffers used by
+// a capture are kept until release_scratch(), which frees the current context's buffers after
+// waiting for the device. Graphs captured on one stream share its buffer: do not replay them
+// at the same time. Thread-safe.
+Status reserve_scratch(CUstream stream, std::uint64_t bytes);
+Status release_scratch();
+
 }  // namespace taot

@@ -80,27 +80,78 @@ struct FakeEntryPoints {
     return CUDA_SUCCESS;
   }
   static CUresult func_set_attribute(CUfunction function, CUfunction_attribute attribute, int value) {
-    if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard<std::mutex> lock(driver().mutex_);
-    driver().shared_attributes_.emplace_back(reinterpret_cast<std::uintptr_t>(function), value);
+    if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+      driver().shared_attributes_.emplace_back(reinterpret_cast<std::uintptr_t>(function), value);
+    else if (attribute == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)
+      driver().cluster_attributes_.emplace_back(reinterpret_cast<std::uintptr_t>(function), value);
+    else
+      return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
   }
-  static CUresult launch_kernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+  static CUresult func_get_attribute(int* value, CUfunction_attribute attribute, CUfunction) {
+    if (attribute != CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+    *value = driver().static_shared_bytes;
+    return CUDA_SUCCESS;
+  }
+  static CUresult stream_is_capturing(CUstream stream, CUstreamCaptureStatus* status) {
+    std::lock_guard<std::mutex> lock(driver().mutex_);
+    *status = driver().capturing_.count(stream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+  }
+  static CUresult ctx_synchronize() {
+    ++driver().synchronizations_;
+    return CUDA_SUCCESS;
+  }
+  static CUresult mem_alloc_async(CUdeviceptr* address, std::size_t bytes, CUstream stream) {
+    std::lock_guard<std::mutex> lock(driver().mutex_);
+    auto& allocations = driver().allocations_;
+    *address = 0x7f0000000000ull + 0x100000000ull * allocations.size() + 0x40;  // 64-byte aligned only
+    allocations.push_back(RecordedAllocation{*address, bytes, stream});
+    return CUDA_SUCCESS;
+  }
+  static CUresult mem_free_async(CUdeviceptr address, CUstream stream) {
+    std::lock_guard<std::mutex> lock(driver().mutex_);
+    for (RecordedAllocation& allocation : driver().allocations_) {
+      if (allocation.address == address && !allocation.freed) {
+        allocation.freed = true;
+        allocation.freed_on = stream;
+        return CUDA_SUCCESS;
+      }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  static CUresult record_launch(RecordedLaunch launch, void** params) {
     FakeDriver& fake = driver();
-    if (extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
-    RecordedLaunch launch{reinterpret_cast<std::uintptr_t>(function), {gx, gy, gz}, {bx, by, bz}, shared, stream, {}};
     for (std::size_t p = 0; p < fake.params_per_launch; ++p) {
       std::uint64_t bytes = 0;
       std::memcpy(&bytes, params[p], sizeof(bytes));
       launch.params.push_back(bytes);
     }
     std::lock_guard<std::mutex> lock(fake.mutex_);
-    const std::size_t module = (reinterpret_cast<std::uintptr_t>(function) >> 8) - 1;
+    const std::size_t module = (launch.function >> 8) - 1;
     if (fake.module_contexts_.at(module) != fake.contexts_.at(context_index(current)).id)
       return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     fake.launches_.push_back(std::move(launch));
     return fake.launch_result;
+  }
+  static CUresult launch_kernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+    if (extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return record_launch({reinterpret_cast<std::uintptr_t>(function), {gx, gy, gz}, {bx, by, bz}, shared, stream, {}, false, {}},
+                         params);
+  }
+  static CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction function, void** params, void** extra) {
+    if (extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+    RecordedLaunch launch{reinterpret_cast<std::uintptr_t>(function),
+                          {config->gridDimX, config->gridDimY, config->gridDimZ},
+                          {config->blockDimX, config->blockDimY, config->blockDimZ},
+                          config->sharedMemBytes,
+                          config->hStream,
+                          {},
+                          true,
+                          std::vector<CUlaunchAttribute>(config->attrs, config->attrs + config->numAttrs)};
+    return record_launch(std::move(launch), params);
   }
 };
 
@@ -117,7 +168,13 @@ FakeDriver::FakeDriver(std::size_t param_count_hint) : params_per_launch(param_c
   api_.cuModuleUnload = &FakeEntryPoints::module_unload;
   api_.cuModuleGetFunction = &FakeEntryPoints::module_get_function;
   api_.cuFuncSetAttribute = &FakeEntryPoints::func_set_attribute;
+  api_.cuFuncGetAttribute = &FakeEntryPoints::func_get_attribute;
+  api_.cuStreamIsCapturing = &FakeEntryPoints::stream_is_capturing;
+  api_.cuCtxSynchronize = &FakeEntryPoints::ctx_synchronize;
   api_.cuLaunchKernel = &FakeEntryPoints::launch_kernel;
+  api_.cuLaunchKernelEx = &FakeEntryPoints::launch_kernel_ex;
+  api_.cuMemAllocAsync = &FakeEntryPoints::mem_alloc_async;
+  api_.cuMemFreeAsync = &FakeEntryPoints::mem_free_async;
   active_driver = this;
   current = nullptr;
   driver::install_for_testing(&api_);
@@ -158,6 +215,22 @@ std::vector<RecordedLaunch> FakeDriver::launches() const {
 std::vector<std::pair<std::uintptr_t, int>> FakeDriver::shared_attributes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return shared_attributes_;
+}
+
+std::vector<std::pair<std::uintptr_t, int>> FakeDriver::non_portable_cluster_functions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cluster_attributes_;
+}
+
+std::vector<RecordedAllocation> FakeDriver::allocations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return allocations_;
+}
+
+void FakeDriver::set_capturing(CUstream stream, bool capturing) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (capturing) capturing_.insert(stream);
+  else capturing_.erase(stream);
 }
 
 }  // namespace taot::testing

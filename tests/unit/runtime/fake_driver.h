@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,16 @@ struct RecordedLaunch {
   unsigned shared_bytes;
   CUstream stream;
   std::vector<std::uint64_t> params;  // the first 8 bytes behind each parameter pointer
+  bool extended = false;              // through cuLaunchKernelEx, with `attributes`
+  std::vector<CUlaunchAttribute> attributes;
+};
+
+struct RecordedAllocation {
+  CUdeviceptr address;
+  std::size_t bytes;
+  CUstream stream;           // of cuMemAllocAsync
+  bool freed = false;
+  CUstream freed_on = nullptr;
 };
 
 // Installs itself as the driver on construction and restores the real one on destruction.
@@ -41,11 +52,20 @@ class FakeDriver {
   int unloads() const { return unloads_.load(); }
   std::vector<RecordedLaunch> launches() const;
   std::vector<std::pair<std::uintptr_t, int>> shared_attributes() const;  // (function, bytes) set
+  std::vector<std::pair<std::uintptr_t, int>> non_portable_cluster_functions() const;  // (function, value) set
+  std::vector<RecordedAllocation> allocations() const;  // cuMemAllocAsync calls, in order
+  int synchronizations() const { return synchronizations_.load(); }
+  // Streams that report CU_STREAM_CAPTURE_STATUS_ACTIVE from cuStreamIsCapturing.
+  void set_capturing(CUstream stream, bool capturing);
 
   CUresult launch_result = CUDA_SUCCESS;       // what cuLaunchKernel returns
   CUresult load_result = CUDA_SUCCESS;         // what cuModuleLoadData returns
   int load_delay_us = 0;                       // widens race windows in concurrency tests
+  int static_shared_bytes = 0;                 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES of every function
   std::size_t params_per_launch;               // how many parameters to record
+
+  // Makes the driver look older than CUDA 12.0: no cuLaunchKernelEx.
+  void drop_launch_kernel_ex() { api_.cuLaunchKernelEx = nullptr; }
 
   static FakeDriver* active();
   const driver::Api& api() const { return api_; }
@@ -65,6 +85,10 @@ class FakeDriver {
   std::vector<unsigned long long> module_contexts_;  // module handle - 1 -> context id
   std::vector<RecordedLaunch> launches_;
   std::vector<std::pair<std::uintptr_t, int>> shared_attributes_;
+  std::vector<std::pair<std::uintptr_t, int>> cluster_attributes_;
+  std::vector<RecordedAllocation> allocations_;
+  std::set<CUstream> capturing_;
+  std::atomic<int> synchronizations_{0};
   std::atomic<int> total_loads_{0};
   std::atomic<int> unloads_{0};
 };

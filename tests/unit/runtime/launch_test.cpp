@@ -195,9 +195,31 @@ TEST(LaunchSharedMemory, AboveDefaultIsOptedInAndAboveDeviceLimitIsNamed) {
   fake.make_current(fake.add_context(90, 64 * 1024));
   Status status = kernel.launch(nullptr, args.data(), args.size());
   ASSERT_EQ(status.code(), TAOT_OUT_OF_RESOURCES);
-  EXPECT_NE(status.message().find("needs 102400 bytes of shared memory per block; Fake GPU 1 allows 65536"),
+  EXPECT_NE(status.message().find("needs 102400 bytes of shared memory per block (102400 dynamic + 0 static); "
+                                   "Fake GPU 1 allows 65536"),
             std::string::npos)
       << status.message();
+}
+
+TEST(LaunchSharedMemory, StaticSharedMemoryCountsTowardsTheLimit) {
+  FakeDriver fake;
+  fake.static_shared_bytes = 1024;  // as in some sm_90 cubins, beside Triton's dynamic bytes
+  AddKernelTable table(48 * 1024);
+  Kernel kernel(table.kernel);
+  fake.make_current(fake.add_context(90, 232448));
+  auto args = add_args(64);
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size()).ok());
+  ASSERT_EQ(fake.shared_attributes().size(), 1u);  // 48 KiB + 1 KiB: above the default, opted in
+  EXPECT_EQ(fake.shared_attributes()[0].second, 48 * 1024);
+
+  fake.make_current(fake.add_context(90, 48 * 1024 + 512));
+  Status status = kernel.launch(nullptr, args.data(), args.size());
+  ASSERT_EQ(status.code(), TAOT_OUT_OF_RESOURCES);
+  EXPECT_NE(status.message().find("needs 50176 bytes of shared memory per block (49152 dynamic + 1024 static); "
+                                   "Fake GPU 1 allows 49664"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(fake.unloads(), 1);  // the module loaded to ask was let go
 }
 
 TEST(LaunchGrid, NegativeGridIsNamedWithItsExpression) {

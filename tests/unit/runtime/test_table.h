@@ -26,6 +26,13 @@ struct AddKernelTable {
   explicit AddKernelTable(std::uint32_t shared_bytes = 1024, bool drop_fp16_unaligned = false);
   AddKernelTable(const AddKernelTable&) = delete;
 
+  // Applies `edit` to the image of every variant and target (num_ctas, scratch sizes, ...).
+  template <class Edit>
+  void edit_images(Edit edit) {
+    for (auto& images : images_)
+      for (table::Image& image : images) edit(image);
+  }
+
   table::KernelTable kernel{};
   std::vector<VariantFacts> facts;  // per variant, in table order
 
