@@ -392,9 +392,16 @@ inline void check_current_device(const table::KernelTable& table, const LaunchSi
     api = *loaded;
   }
   CUcontext context = nullptr;
-  CUdevice device = 0;
-  if (api->cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr || api->cuCtxGetDevice(&device) != CUDA_SUCCESS)
-    return;  // no context: the launch reports it
+  if (api->cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return;  // the launch reports it
+  // The device of this thread's last context, asked once per context (cuCtxGetDevice costs far
+  // more than cuCtxGetCurrent on some drivers).
+  thread_local CUcontext known_context = nullptr;
+  thread_local CUdevice known_device = 0;
+  if (context != known_context) {
+    if (api->cuCtxGetDevice(&known_device) != CUDA_SUCCESS) return;
+    known_context = context;
+  }
+  const CUdevice device = known_device;
   if (device != site.device)
     throw nb::value_error((std::string(table.library) + "." + table.name + ": the arrays are on cuda:" +
                            std::to_string(site.device) + " (" + site.device_arg + ") but the current CUDA device is cuda:" +
