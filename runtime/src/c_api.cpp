@@ -60,6 +60,10 @@ taot_status taot_launch(taot_kernel* handle, CUstream stream, const taot_arg* ar
     taot::Kernel& kernel = *taot::Kernel::from_handle(handle);
     if (config_count == 0) return kernel.launch(stream, args, arg_count, taot::Selection::automatic());
     const taot::table::KernelTable& table = kernel.table();
+    if (config == nullptr)
+      return taot::Status::error(TAOT_INVALID_ARGUMENT, std::string(table.library) + "::" + table.name +
+                                                            ": config is null but " + std::to_string(config_count) +
+                                                            " config values were announced");
     std::vector<taot::FieldRequest> fields(table.field_count);
     for (size_t c = 0; c < config_count; ++c) {
       const char* name = config[c].name;

@@ -183,6 +183,13 @@ Expected<LoadedFunction*> function_for(const driver::Api& api, KernelState& stat
 }  // namespace
 }  // namespace detail
 
+namespace {
+Status null_args(const table::KernelTable& table, std::size_t arg_count) {
+  return Status::error(TAOT_INVALID_ARGUMENT, std::string(table.library) + "::" + table.name + ": args is null but " +
+                                                  std::to_string(arg_count) + " arguments were announced");
+}
+}  // namespace
+
 Kernel::~Kernel() {
   detail::KernelState* state = state_.load(std::memory_order_acquire);
   if (state == nullptr) return;
@@ -207,12 +214,14 @@ Expected<detail::KernelState*> Kernel::state() {
 }
 
 Expected<std::size_t> Kernel::select(const taot_arg* args, std::size_t arg_count, const Selection& selection) {
+  if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
   Expected<detail::KernelState*> state = this->state();
   if (!state.ok()) return std::move(state).take_status();
   return (*state)->index.select(args, arg_count, selection);
 }
 
 Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection) {
+  if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
   detail::KernelState* built = state_.load(std::memory_order_acquire);
   Expected<detail::KernelState*> state = built != nullptr ? Expected<detail::KernelState*>(built) : this->state();
   if (!state.ok()) return std::move(state).take_status();

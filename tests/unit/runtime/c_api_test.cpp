@@ -36,6 +36,10 @@ TEST(CApi, LaunchByConfigNameAndReportErrors) {
   EXPECT_NE(std::strstr(taot_last_error(), "x_ptr = fp64 pointer"), nullptr) << taot_last_error();
   EXPECT_STREQ(taot_status_name(TAOT_NO_MATCHING_VARIANT), "TAOT_NO_MATCHING_VARIANT");
   EXPECT_EQ(taot_launch(nullptr, nullptr, args, 4, nullptr, 0), TAOT_INVALID_ARGUMENT);
+  EXPECT_EQ(taot_launch(kernel.handle(), nullptr, nullptr, 4, nullptr, 0), TAOT_INVALID_ARGUMENT);
+  EXPECT_STREQ(taot_last_error(), "testlib::add_kernel: args is null but 4 arguments were announced");
+  EXPECT_EQ(taot_launch(kernel.handle(), nullptr, args, 4, nullptr, 2), TAOT_INVALID_ARGUMENT);
+  EXPECT_STREQ(taot_last_error(), "testlib::add_kernel: config is null but 2 config values were announced");
 }
 
 TEST(CApi, Introspection) {
