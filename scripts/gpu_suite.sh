@@ -91,6 +91,17 @@ cmake -S examples/vector_add -B "$work/example" -G Ninja -DTAOT_GENERATED_DIR="$
   && cmake --build "$work/example" -j "$jobs" > "$logs/example_build.log" 2>&1 \
   && "$work/example/vector_add_example" || fail "example"
 
+step "compute-sanitizer memcheck: the example program, the launch-feature tests, vector_add through the module"
+sanitize() { compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 --print-limit 20 "$@"; }
+sanitize "$work/example/vector_add_example" 2>&1 | tail -3 || fail "memcheck: example program"
+PYTHONPATH=$work/launch_features/build:$PYTHONPATH sanitize python3 -m pytest -q -p no:cacheprovider \
+  tests/gpu/launch_features/test_launch_features.py 2>&1 | tail -3 || fail "memcheck: launch features"
+PYTHONPATH=$module_dir:$PYTHONPATH sanitize python3 -m pytest -q -p no:cacheprovider \
+  tests/gpu/python/test_vector_add_module.py -k "not torch_compile and not custom_op" 2>&1 | tail -3 \
+  || fail "memcheck: vector_add module"
+(cd examples/fused_moe && PYTHONPATH=$work/fused_moe/build:$PYTHONPATH sanitize python3 -m pytest -q -p no:cacheprovider \
+  test_fused_moe_aot_gpu.py -k "seed_case or (layer_sweep and 7-8-2)" 2>&1 | tail -3) || fail "memcheck: fused MoE"
+
 step "benchmark: CPU cost per launch"
 "$work/cmake/bench/bench_launch_overhead" || fail "launch overhead benchmark"
 step "benchmark: CPU cost per call from Python"
