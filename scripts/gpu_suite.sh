@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole GPU suite from a clean checkout on a GPU machine: taot build of the vector_add example
 # (Triton there, no network), the upstream triton.tools AOT C for comparison, the GPU tests, the
-# example program and the benchmarks. The taot binary comes prebuilt (TAOT_BIN, default
+# example program and the benchmarks, then scripts/gpu_examples.sh (softmax, layer norm, matmul;
+# TAOT_SKIP_EXAMPLES=1 leaves them out). The taot binary comes prebuilt (TAOT_BIN, default
 # .carry/bin/taot) because the GPU machines have no -dev packages. Logs go to $OUT (or build-gpu/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -108,6 +109,11 @@ step "benchmark: CPU cost per call from Python"
 PYTHONPATH=$module_dir:$PYTHONPATH python3 bench/python_launch_overhead.py || fail "Python launch benchmark"
 step "benchmark: bandwidth"
 "$work/cmake/bench/bench_bandwidth" || fail "bandwidth benchmark"
+
+if [ "${TAOT_SKIP_EXAMPLES:-0}" != 1 ]; then
+  step "examples: softmax, layer norm, matmul (scripts/gpu_examples.sh)"
+  scripts/gpu_examples.sh "$work" "$logs" || fail "examples (scripts/gpu_examples.sh)"
+fi
 
 echo
 echo "GPU suite finished with $failures failure(s)"
