@@ -3,7 +3,9 @@
 # libraries from Debian, Triton 3.6.0, pytest and nanobind from PyPI. Safe to run again.
 set -euo pipefail
 
-debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libmstch-dev libgtest-dev)
+# clang and libclang-rt-dev (its sanitizer and libFuzzer runtimes) are for scripts/sanitize.sh fuzz.
+debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libmstch-dev libgtest-dev
+                 clang libclang-rt-dev)
 missing=()
 for package in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -57,7 +57,11 @@ std::string describe(const json& value) {
     case json::value_t::boolean: return value.get<bool>() ? "true" : "false";
     case json::value_t::string: {
       const auto& text = value.get_ref<const std::string&>();
-      return text.size() <= 60 ? value.dump() : json(text.substr(0, 57) + "...").dump();
+      if (text.size() <= 60) return value.dump(-1, ' ', false, json::error_handler_t::replace);
+      // Cut before byte 57 at a character boundary: never inside a UTF-8 sequence.
+      std::size_t cut = 57;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+      return json(text.substr(0, cut) + "...").dump(-1, ' ', false, json::error_handler_t::replace);
     }
     case json::value_t::array: return "an array";
     case json::value_t::object: return "an object";

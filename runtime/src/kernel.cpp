@@ -237,7 +237,8 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
 
   std::array<std::int64_t, 3> grid;
   if (Status status = detail::evaluate_grid(*table_, variant, args, grid); !status.ok()) return status;
-  const auto [grid_x, grid_y, grid_z] = grid;
+  // Named copies, not structured bindings: lambdas below capture them (clang 14 cannot capture bindings).
+  const std::int64_t grid_x = grid[0], grid_y = grid[1], grid_z = grid[2];
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) return Status();
   if (grid_x > detail::kMaxGridX || grid_y > detail::kMaxGridYZ || grid_z > detail::kMaxGridYZ)
     return detail::grid_error(index, variant, grid, 1);

@@ -129,6 +129,13 @@ TEST_F(ManifestReaderTest, RejectsWrongType) {
   EXPECT_THAT(error_of(), HasSubstr("kernels[1].name: expected a string, got 7"));
 }
 
+TEST_F(ManifestReaderTest, LongStringsInMessagesAreCutBetweenCharacters) {
+  // 56 ASCII bytes, then a 3-byte character across byte 57, where long values are cut.
+  builder.json["kernels"][0]["variants"][0]["images"][0]["shared"] = std::string(56, 'a') + "\u229a" + std::string(20, 'b');
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("shared: expected an unsigned integer, got \"" + std::string(56, 'a') + "...\""),
+                                Not(HasSubstr("internal error"))));
+}
+
 TEST_F(ManifestReaderTest, RejectsInvalidJson) {
   const auto path = builder.write();
   testing::write_file(path, "{\"schema\": \"taot.manifest\",");

@@ -101,7 +101,7 @@ TEST_F(ScratchTest, ProfileScratchFollowsGlobalScratchAligned) {
   Kernel profiled(table.kernel);
   auto args = add_args(5000);
   ASSERT_TRUE(profiled.launch(kStream, args.data(), args.size()).ok());
-  const RecordedLaunch& recorded = fake.launches().at(0);
+  const RecordedLaunch recorded = fake.launches().at(0);  // a copy: launches() returns a temporary
   EXPECT_EQ(recorded.params[5] - recorded.params[4], 512u);  // 5 x 100 = 500, rounded up to 128
   EXPECT_GE(fake.allocations().at(0).bytes, 512u + 5u * 8320u);
 }

@@ -1,0 +1,129 @@
+// The manifest fuzz check (see manifest_check.h): one reader call per input against a fixture
+// folder of cubins, then the promises of manifest.h on what came back.
+#include "manifest_check.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "manifest_builder.h"
+#include "taot/codegen/manifest.h"
+
+namespace taot::codegen::fuzz {
+namespace {
+
+// The fixture's cubins under a temporary folder, removed at exit; inputs are read as its
+// manifest.json (which is never written: the reader gets the text in memory).
+struct Fixture {
+  testing::TempDir dir;
+  testing::ManifestBuilder builder{dir.path()};
+  std::filesystem::path manifest_path = dir.path() / "manifest.json";
+};
+
+Fixture& fixture() {
+  static Fixture instance;
+  return instance;
+}
+
+std::size_t operand_count(GridOp op) {
+  switch (op) {
+    case GridOp::literal:
+    case GridOp::arg: return 0;
+    case GridOp::neg: return 1;
+    default: return 2;
+  }
+}
+
+// The first promise of manifest.h (and of what the generator relies on) that `manifest` breaks.
+std::optional<std::string> broken_promise(const Manifest& manifest) {
+  if (manifest.targets.empty()) return "accepted a manifest without targets";
+  if (manifest.kernels.empty()) return "accepted a manifest without kernels";
+  for (const Kernel& kernel : manifest.kernels) {
+    const std::string where = "kernel \"" + kernel.name + "\"";
+    const std::vector<std::size_t> call_args = kernel.call_arguments();
+    if (kernel.variants.empty()) return where + " has no variants";
+    for (const ConfigField& field : kernel.config) {
+      if (field.default_index >= field.values.size())
+        return where + ": config field \"" + field.name + "\" has its default out of its values";
+    }
+    for (const Variant& variant : kernel.variants) {
+      const std::string at = where + " variant \"" + variant.id + "\"";
+      if (variant.specialization.size() != call_args.size())
+        return at + ": " + std::to_string(variant.specialization.size()) + " specializations for " +
+               std::to_string(call_args.size()) + " call arguments";
+      for (std::size_t i = 0; i < call_args.size(); ++i) {
+        const Arg& arg = kernel.args[call_args[i]];
+        if (std::find(arg.types.begin(), arg.types.end(), variant.specialization[i].type) == arg.types.end())
+          return at + ": argument \"" + arg.name + "\" specialized for a type it does not take";
+      }
+      if (variant.config.size() != kernel.config.size())
+        return at + ": " + std::to_string(variant.config.size()) + " config values for " +
+               std::to_string(kernel.config.size()) + " fields";
+      for (std::size_t f = 0; f < variant.config.size(); ++f) {
+        if (variant.config[f] >= kernel.config[f].values.size()) return at + ": config value index out of range";
+      }
+      for (std::size_t param : variant.params) {
+        if (param >= call_args.size()) return at + ": a parameter that is no call argument";
+      }
+      for (const GridProgram& program : variant.grid) {
+        std::size_t depth = 0;
+        for (const GridInstr& instr : program) {
+          const std::size_t operands = operand_count(instr.op);
+          if (depth < operands) return at + ": a grid program pops an empty stack";
+          if (instr.op == GridOp::arg &&
+              (instr.arg >= call_args.size() || kernel.args[call_args[instr.arg]].kind != ArgKind::int_scalar))
+            return at + ": a grid program reads something that is no int call argument";
+          depth = depth - operands + 1;
+        }
+        if (depth != 1) return at + ": a grid program leaves " + std::to_string(depth) + " values";
+      }
+      if (variant.images.empty()) return at + " has no images";
+      for (const Image& image : variant.images) {
+        if (std::find(manifest.targets.begin(), manifest.targets.end(), image.target) == manifest.targets.end())
+          return at + ": an image for target \"" + image.target + "\", which is not among the targets";
+        if (image.num_warps == 0 || image.num_ctas == 0) return at + ": an image with num_warps or num_ctas 0";
+        if (image.cubin_sha256.size() != 64) return at + ": an image whose cubin_sha256 is no SHA-256";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Verdict check_manifest_text(std::string_view text) {
+  const Fixture& fix = fixture();
+  const Expected<Manifest> read = parse_manifest(text, fix.manifest_path, ReadOptions{.verify_cubins = true});
+  Verdict verdict;
+  if (read.ok()) {
+    verdict.accepted = true;
+    verdict.bug = broken_promise(*read);
+    return verdict;
+  }
+  const Status& status = read.status();
+  const std::string prefix = fix.manifest_path.generic_string() + ": ";
+  if (status.code() != TAOT_INVALID_ARGUMENT) {
+    verdict.bug = "an error with code " + std::to_string(status.code()) + " instead of TAOT_INVALID_ARGUMENT: " +
+                  status.message();
+  } else if (status.message().rfind(prefix, 0) != 0) {
+    verdict.bug = "an error that does not start with the manifest's path: " + status.message();
+  } else if (status.message().rfind(prefix + "internal error reading the manifest:", 0) == 0) {
+    // parse_manifest turns an exception into this message: one escaped the reader's own checks.
+    verdict.bug = "an exception escaped the reader's checks: " + status.message();
+  }
+  return verdict;
+}
+
+std::map<std::string, std::string> seed_manifests() {
+  const nlohmann::json& full = fixture().builder.json;
+  std::map<std::string, std::string> seeds;
+  seeds["valid_demo.json"] = full.dump() + "\n";
+  for (const nlohmann::json& kernel : full.at("kernels")) {
+    nlohmann::json alone = full;
+    alone["kernels"] = nlohmann::json::array({kernel});
+    seeds["valid_" + kernel.at("name").get<std::string>() + ".json"] = alone.dump() + "\n";
+  }
+  return seeds;
+}
+
+}  // namespace taot::codegen::fuzz
