@@ -1,0 +1,129 @@
+# GPU tests of the softmax example through the taot module (aot.py, module `softmax` from
+# `taot build softmax.toml --python` on PYTHONPATH; scripts/gpu_examples.sh builds it): against the
+# fp64 reference, against the same kernel through Triton JIT, every compiled variant by index, the
+# runtime's dispatch errors, streams and CUDA graphs. Skipped without torch or a GPU.
+import pytest
+
+import configs
+import test_softmax_gpu as base
+from test_softmax_gpu import SKIP_REASON
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
+
+if SKIP_REASON is None:
+    import torch
+
+    import aot
+    import jit
+    import softmax as library  # the generated module
+
+
+def variant_launch(index):
+    def launch(*args, **config):
+        library.softmax(*args, variant=index)
+    return launch
+
+
+def variant_inputs(variant):
+    """(dtype name, aligned) of a variant, from its description "x_ptr: fp16 align 16, ..."."""
+    x_spec = variant["description"].split(",")[0]
+    return x_spec.split()[1], "align 16" in x_spec
+
+
+@pytest.mark.parametrize("dtype_name", base.DTYPE_NAMES)
+@pytest.mark.parametrize("shape", base.SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_aot_shapes_and_jit(shape, dtype_name):
+    base.seed("aot shapes", shape, dtype_name)
+    x = base.make_input(*shape, dtype_name)
+    y = aot.softmax(x, module=library)
+    base.check(y, x, dtype_name, label=f"{shape} {dtype_name}")
+    y_jit = jit.softmax_jit(x)
+    difference = (y.double() - y_jit.double()).abs().max().item()
+    print(f"[aot vs jit] {shape[0]}x{shape[1]} {dtype_name} {configs.pick_config(*shape)}: "
+          f"bitwise equal {torch.equal(y, y_jit)}, max difference {difference:.3g}")
+    rtol, atol = base.TOLERANCES[dtype_name]
+    torch.testing.assert_close(y, y_jit, rtol=rtol, atol=atol)
+
+
+def test_every_variant():
+    """Each of the compiled variants, launched by index on inputs it accepts: the aligned ones on
+    16-byte aligned rows with n_cols and strides multiples of 16, the generic ones on rows one element
+    into a padded buffer with a ragged n_cols."""
+    variants = library.softmax_variants()
+    assert len(variants) == 3 * 2 * len(configs.CONFIGS)
+    seen = set()
+    for variant in variants:
+        config = variant["config"]
+        dtype_name, aligned = variant_inputs(variant)
+        seen.add((dtype_name, aligned, tuple(sorted(config.items()))))
+        n_rows = 2 * config["BLOCK_ROWS"] + 1
+        n_cols = base.aligned_cols(config) if aligned else config["BLOCK_SIZE"] - 45
+        base.seed("variant", variant["id"])
+        x, y, untouched = base.run_padded(variant_launch(variant["index"]), n_rows, n_cols, dtype_name, config,
+                                          aligned)
+        base.check(y, x, dtype_name, label=variant["id"])
+        assert untouched, f"{variant['id']} wrote outside the rows"
+    assert len(seen) == len(variants)
+
+
+@pytest.mark.parametrize("dtype_name", base.DTYPE_NAMES)
+@pytest.mark.parametrize("n_cols", [1, 100, 1000, 3000])
+def test_aot_misaligned_views(n_cols, dtype_name):
+    """Automatic dispatch picks the generic variant for rows that are not 16-byte aligned."""
+    base.seed("aot views", n_cols, dtype_name)
+    launch = aot.module_launch(library)
+    x, y, untouched = base.run_padded(launch, 5, n_cols, dtype_name, configs.pick_config(5, n_cols), aligned=False)
+    base.check(y, x, dtype_name, label=f"view {n_cols}")
+    assert untouched
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_aot_other_dims_and_out(dim):
+    base.seed("aot dims", dim)
+    x = base.make_input(12, 300, "bf16").view(12, 30, 10)
+    base.check(aot.softmax(x, dim=dim, module=library), x, "bf16", dim=dim, label=f"dim {dim}")
+    out = torch.full_like(x, float("nan"))
+    assert aot.softmax(x, dim=dim, out=out, module=library) is out
+    base.check(out, x, "bf16", dim=dim, label=f"dim {dim} out=")
+
+
+@pytest.mark.parametrize("n_cols", [7, 20000])
+def test_automatic_selection_without_config(n_cols):
+    """A call without a config gets the spec's default (the largest block): correct for any row length."""
+    base.seed("automatic", n_cols)
+    x = base.make_input(33, n_cols, "bf16")
+    y = torch.full_like(x, float("nan"))
+    library.softmax(x, y, 33, n_cols, x.stride(0), y.stride(0))
+    torch.cuda.synchronize()
+    base.check(y, x, "bf16", label=f"automatic {n_cols}")
+
+
+def test_dispatch_errors_name_the_problem():
+    x = torch.randn(4, 64, device="cuda")
+    y = torch.empty_like(x)
+    with pytest.raises(ValueError, match="config BLOCK_SIZE=64 was not compiled"):
+        library.softmax(x, y, 4, 64, 64, 64, BLOCK_SIZE=64)
+    with pytest.raises(ValueError, match="no compiled variant accepts x_ptr = fp64 pointer"):
+        library.softmax(x.double(), y.double(), 4, 64, 64, 64, BLOCK_SIZE=128, BLOCK_ROWS=1, num_warps=2)
+    with pytest.raises(TypeError, match="fp32, fp16 or bf16"):
+        aot.softmax(x.double(), module=library)
+
+
+def test_stream_and_cuda_graph():
+    """Launches go to torch's current stream, and can be captured in a CUDA graph."""
+    base.seed("graph")
+    x = base.make_input(256, 1000, "fp16")
+    out = torch.full_like(x, float("nan"))
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        aot.softmax(x, out=out, module=library)          # warm-up: loads the module outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            aot.softmax(x, out=out, module=library)
+    torch.cuda.current_stream().wait_stream(stream)
+    out.fill_(float("nan"))
+    x.copy_(base.make_input(256, 1000, "fp16"))
+    graph.replay()
+    torch.cuda.synchronize()
+    base.check(out, x, "fp16", label="graph replay")
