@@ -9,6 +9,8 @@ torch or a GPU it says so and exits 0."""
 import sys
 from pathlib import Path
 
+from gpu_or_skip import torch_on_gpu  # bench/, the script's folder, is on sys.path
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "layer_norm"))
 
 ROWS = 4096
@@ -17,23 +19,8 @@ SHAPES = [(ROWS, cols, dtype) for dtype in ("fp16", "bf16") for cols in (1024, 4
          [(ROWS, 4096, "fp32")]
 
 
-def skip(reason):
-    print(f"skipped: {reason}")
-    raise SystemExit(0)
-
-
-def gpu_or_exit():
-    try:
-        import torch
-    except ImportError:
-        skip("the layer norm benchmark needs torch")
-    if not torch.cuda.is_available():
-        skip("the layer norm benchmark needs a CUDA GPU")
-    return torch
-
-
 def main():
-    torch = gpu_or_exit()
+    torch = torch_on_gpu("layer norm")
     import triton
 
     import aot

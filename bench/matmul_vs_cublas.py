@@ -10,26 +10,11 @@ PYTHONPATH (scripts/gpu_examples.sh builds them); without torch or a GPU it says
 import sys
 from pathlib import Path
 
+from gpu_or_skip import torch_on_gpu  # bench/, the script's folder, is on sys.path
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "matmul"))
 
 SHAPES = [(8192, 8192, 8192)] + [(m, nk, nk) for m in (16, 128, 4096) for nk in (4096, 8192)]
-
-
-def skip(reason):
-    print(f"skipped: {reason}")
-    raise SystemExit(0)
-
-
-def gpu_or_exit():
-    try:
-        import torch
-    except ImportError:
-        skip("the matmul benchmark needs torch")
-    if not torch.cuda.is_available():
-        skip("the matmul benchmark needs a CUDA GPU")
-    if torch.cuda.get_device_capability() < (9, 0):
-        skip("the matmul benchmark compares fp8 kernels built for sm_90")
-    return torch
 
 
 def config_label(config):
@@ -50,7 +35,7 @@ def operands(torch, kind, M, N, K, fast_accum):
 
 
 def main():
-    torch = gpu_or_exit()
+    torch = torch_on_gpu("matmul", (9, 0), "compares fp8 kernels built for sm_90")
     import triton
 
     import aot

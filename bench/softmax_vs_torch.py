@@ -7,6 +7,8 @@ the flush); GB/s counts reading x and writing y once. Needs the generated module
 import sys
 from pathlib import Path
 
+from gpu_or_skip import torch_on_gpu  # bench/, the script's folder, is on sys.path
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "softmax"))
 
 ROWS = 4096
@@ -14,23 +16,8 @@ SHAPES = [(ROWS, cols, dtype) for dtype in ("fp16", "bf16") for cols in (1024, 4
          [(ROWS, 4096, "fp32")]
 
 
-def skip(reason):
-    print(f"skipped: {reason}")
-    raise SystemExit(0)
-
-
-def gpu_or_exit():
-    try:
-        import torch
-    except ImportError:
-        skip("the softmax benchmark needs torch")
-    if not torch.cuda.is_available():
-        skip("the softmax benchmark needs a CUDA GPU")
-    return torch
-
-
 def main():
-    torch = gpu_or_exit()
+    torch = torch_on_gpu("softmax")
     import triton
 
     import aot
