@@ -117,6 +117,19 @@ else
   fail "matmul tests and benchmark not run (no modules)"
 fi
 
+# ---------------------------------------------------------------------------------------------------
+step "persistent matmul: taot build with the Python module"
+build examples/persistent_matmul/persistent_matmul.toml persistent_matmul && persistent_matmul_built=1 \
+  || persistent_matmul_built=0
+
+step "persistent matmul through the taot module, against torch and Triton JIT; benchmark vs torch.matmul"
+if [ $persistent_matmul_built = 1 ]; then
+  run_tests persistent_matmul "$work/persistent_matmul/build" test_persistent_matmul_gpu.py
+  grep -E "^\[persistent matmul\]" "$work/persistent_matmul_tests.log"
+else
+  fail "persistent matmul tests and benchmark not run (no module)"
+fi
+
 echo
 echo "GPU examples finished with $failures failure(s)"
 exit $((failures > 0))
