@@ -494,7 +494,8 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
   if (!status.ok()) detail::raise(std::move(status));
 }
 
-// The variants of `kernel` as a list of dicts: index, id, config, description.
+// The variants of `kernel` as a list of dicts: index, id, config, description, and images: per
+// target, the launch facts (shared memory bytes, num_warps, num_ctas, scratch sizes, flags).
 inline nb::list variants(const Kernel& kernel) {
   const table::KernelTable& table = kernel.table();
   nb::list result;
@@ -507,6 +508,22 @@ inline nb::list variants(const Kernel& kernel) {
     entry["id"] = info.id();
     entry["config"] = config;
     entry["description"] = info.describe();
+    nb::list images;
+    const table::Variant& variant = info.data();
+    for (std::uint16_t i = 0; i < variant.image_count; ++i) {
+      const table::Image& image = variant.images[i];
+      nb::dict facts;
+      facts["target"] = image.target;
+      facts["shared"] = image.shared_bytes;
+      facts["num_warps"] = image.num_warps;
+      facts["num_ctas"] = image.num_ctas;
+      facts["global_scratch_size"] = image.global_scratch_size;
+      facts["profile_scratch_size"] = image.profile_scratch_size;
+      facts["launch_cooperative_grid"] = image.cooperative;
+      facts["launch_pdl"] = image.pdl;
+      images.append(facts);
+    }
+    entry["images"] = images;
     result.append(entry);
   }
   return result;
@@ -596,7 +613,8 @@ inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
   module.def(name, [&kernel](nb::args args, nb::kwargs kwargs) { launch(kernel, std::move(args), std::move(kwargs)); },
              kept_doc);
   module.def(variants_name, [&kernel]() { return variants(kernel); },
-             "The compiled variants: a list of dicts with index, id, config and description.");
+             "The compiled variants: a list of dicts with index, id, config, description and images (per target: "
+             "shared memory bytes, num_warps, num_ctas, scratch sizes, cooperative and PDL flags).");
   detail::bound_kernels().emplace_back(&kernel, module.attr(name));
 }
 
