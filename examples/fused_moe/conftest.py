@@ -1,10 +1,9 @@
-# pytest setup for the fused MoE example: register the `gpu` marker and put this folder on sys.path
-# (the tests import moe_kernels, jit and reference from here).
+# pytest setup for the fused MoE example: the `gpu` marker, and this folder first on sys.path (the tests
+# import moe_kernels, jit, aot and reference from here); see ../example_support.py.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from example_support import example_hooks  # noqa: E402 (after the path it is found on)
 
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs torch and a CUDA GPU (skipped otherwise)")
+pytest_configure, pytest_pycollect_makemodule = example_hooks(Path(__file__).parent)

@@ -16,19 +16,10 @@ import zlib
 
 import pytest
 
-try:
-    import torch
-except ImportError:
-    torch = None
+from example_support import gpu_marks, torch_and_skip_reason  # on sys.path through conftest.py
 
-if torch is None:
-    SKIP_REASON = "needs PyTorch with CUDA: torch is not installed"
-elif not torch.cuda.is_available():
-    SKIP_REASON = "needs a CUDA GPU: torch.cuda.is_available() is False"
-else:
-    SKIP_REASON = None
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
+torch, SKIP_REASON = torch_and_skip_reason()
+pytestmark = gpu_marks(SKIP_REASON)
 
 if SKIP_REASON is None:
     import jit as moe_jit

@@ -1,24 +1,9 @@
-# pytest setup for the matmul example: register the `gpu` marker and put this folder on sys.path
-# (the tests import matmul_kernels, configs, jit, aot and reference from here).
+# pytest setup for the matmul example: the `gpu` marker, and this folder first on sys.path (the tests
+# import matmul_kernels, configs, jit, aot and reference from here); see ../example_support.py.
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from example_support import example_hooks  # noqa: E402 (after the path it is found on)
 
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs torch and a CUDA GPU (skipped otherwise)")
-
-
-def pytest_pycollect_makemodule():
-    """Example folders share module names (jit, aot, reference, configs). Before pytest imports a
-    test file of this folder, forget those that another folder's tests imported, and put this folder
-    first on sys.path, so that one pytest session can collect several examples."""
-    for path in HERE.glob("*.py"):
-        module = sys.modules.get(path.stem)
-        origin = getattr(module, "__file__", None)
-        if origin is not None and Path(origin).resolve().parent != HERE:
-            del sys.modules[path.stem]
-    if sys.path[0] != str(HERE):
-        sys.path.insert(0, str(HERE))
+pytest_configure, pytest_pycollect_makemodule = example_hooks(Path(__file__).parent)

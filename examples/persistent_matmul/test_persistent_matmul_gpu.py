@@ -12,21 +12,11 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import torch
-except ImportError:
-    torch = None
+from example_support import gpu_marks, torch_and_skip_reason  # on sys.path through conftest.py
 
-if torch is None:
-    SKIP_REASON = "needs PyTorch with CUDA: torch is not installed"
-elif not torch.cuda.is_available():
-    SKIP_REASON = "needs a CUDA GPU: torch.cuda.is_available() is False"
-elif torch.cuda.get_device_capability() != (9, 0):
-    SKIP_REASON = "the library is compiled for sm_90 only (H100 / H200)"
-else:
-    SKIP_REASON = None
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
+torch, SKIP_REASON = torch_and_skip_reason(lambda capability: capability == (9, 0),
+                                           "the library is compiled for sm_90 only (H100 / H200)")
+pytestmark = gpu_marks(SKIP_REASON)
 
 import aot  # noqa: E402  (torch only at call time)
 

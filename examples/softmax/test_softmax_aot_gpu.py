@@ -6,9 +6,10 @@ import pytest
 
 import configs
 import test_softmax_gpu as base
+from example_support import gpu_marks  # on sys.path through conftest.py
 from test_softmax_gpu import SKIP_REASON
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
+pytestmark = gpu_marks(SKIP_REASON)
 
 if SKIP_REASON is None:
     import torch

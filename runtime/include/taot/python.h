@@ -178,11 +178,12 @@ inline void check_device(const table::KernelTable& table, const table::Arg& arg,
   }
 }
 
-inline void check_rank(const table::KernelTable& table, const table::Arg& arg, std::int32_t ndim,
-                       const std::string& shape) {
-  if (arg.rank != 0 && ndim != arg.rank)
-    throw nb::value_error((prefix(table, arg) + "expected a " + std::to_string(arg.rank) + "-D array, got shape " +
-                           shape).c_str());
+// The error for an array of another rank than the spec's `rank = N` (callers compare first, so
+// that the shape text is only made for the message).
+[[noreturn]] inline void throw_wrong_rank(const table::KernelTable& table, const table::Arg& arg,
+                                          const std::string& shape) {
+  throw nb::value_error((prefix(table, arg) + "expected a " + std::to_string(arg.rank) + "-D array, got shape " +
+                         shape).c_str());
 }
 
 // A pointer argument from a DLPack view.
@@ -195,7 +196,7 @@ inline taot_arg view_arg(const table::KernelTable& table, const table::Arg& arg,
     throw nb::type_error((prefix(table, arg) + "arrays of DLPack type (code " + std::to_string(view.dtype.code) +
                           ", " + std::to_string(view.dtype.bits) + " bits, " + std::to_string(view.dtype.lanes) +
                           " lanes) are not supported").c_str());
-  if (arg.rank != 0 && view.ndim != arg.rank) check_rank(table, arg, view.ndim, shape_text(view.shape, view.ndim));
+  if (arg.rank != 0 && view.ndim != arg.rank) throw_wrong_rank(table, arg, shape_text(view.shape, view.ndim));
   value.address = reinterpret_cast<std::uintptr_t>(view.data) + view.byte_offset;
   return value;
 }
@@ -221,7 +222,7 @@ inline taot_arg torch_attribute_arg(const table::KernelTable& table, const table
   if (arg.rank != 0) {
     nb::tuple shape = nb::steal<nb::tuple>(PyObject_GetAttr(object.ptr(), shape_name));
     if (!shape.is_valid()) throw nb::python_error();
-    if (shape.size() != arg.rank) check_rank(table, arg, static_cast<std::int32_t>(shape.size()), shape_text(shape));
+    if (shape.size() != arg.rank) throw_wrong_rank(table, arg, shape_text(shape));
   }
   nb::object address = nb::steal(PyObject_CallMethodNoArgs(object.ptr(), data_ptr));
   if (!address.is_valid()) throw nb::python_error();
@@ -239,7 +240,7 @@ inline taot_arg array_interface_arg(const table::KernelTable& table, const table
     value.dtype = dtype_of_typestr(nb::cast<std::string>(description["typestr"]));
     if (arg.rank != 0) {
       nb::tuple shape = nb::cast<nb::tuple>(description["shape"]);
-      if (shape.size() != arg.rank) check_rank(table, arg, static_cast<std::int32_t>(shape.size()), shape_text(shape));
+      if (shape.size() != arg.rank) throw_wrong_rank(table, arg, shape_text(shape));
     }
   } catch (const nb::builtin_exception&) {
     throw;
