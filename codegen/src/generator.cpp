@@ -52,6 +52,7 @@ std::string rule(std::string_view name) {
 std::string cpp_type(const Arg& arg) {
   switch (arg.kind) {
     case ArgKind::pointer: return "taot::Ptr";
+    case ArgKind::tensordesc: return "const taot::TensorDesc&";
     case ArgKind::int_scalar:
       return std::find(arg.types.begin(), arg.types.end(), DType::i64) != arg.types.end() ? "std::int64_t"
                                                                                           : "std::int32_t";
@@ -65,6 +66,7 @@ std::string cpp_type(const Arg& arg) {
 std::string c_type(const Arg& arg) {
   switch (arg.kind) {
     case ArgKind::pointer: return "taot_ptr";
+    case ArgKind::tensordesc: return "const taot_tensordesc*";
     case ArgKind::int_scalar:
       return std::find(arg.types.begin(), arg.types.end(), DType::i64) != arg.types.end() ? "int64_t" : "int32_t";
     case ArgKind::float_scalar: return arg.types.at(0) == DType::fp64 ? "double" : "float";
@@ -80,6 +82,7 @@ std::string table_kind(ArgKind kind) {
     case ArgKind::int_scalar: return "int_scalar";
     case ArgKind::float_scalar: return "float_scalar";
     case ArgKind::bool_scalar: return "bool_scalar";
+    case ArgKind::tensordesc: return "tensordesc";
     case ArgKind::constexpr_value: break;
   }
   return "pointer";
@@ -94,12 +97,23 @@ std::string or_list(const std::vector<DType>& dtypes) {
   return text;
 }
 
+std::string block_text(const std::vector<std::uint32_t>& block) {
+  std::string text = "[";
+  for (std::size_t d = 0; d < block.size(); ++d) text += (d ? ", " : "") + number(block[d]);
+  return text + "]";
+}
+
 std::string arg_description(const Arg& arg) {
   switch (arg.kind) {
     case ArgKind::pointer: return "pointer to " + or_list(arg.types);
     case ArgKind::int_scalar: return or_list(arg.types) + " integer";
     case ArgKind::float_scalar: return std::string(dtype_name(arg.types.at(0))) + " scalar";
     case ArgKind::bool_scalar: return "bool";
+    case ArgKind::tensordesc: {
+      std::string blocks;
+      for (const auto& block : arg.blocks) blocks += (blocks.empty() ? "" : ", ") + block_text(block);
+      return fmt::format("rank {} tensor descriptor of {}, block {}", arg.rank, or_list(arg.types), blocks);
+    }
     case ArgKind::constexpr_value: break;
   }
   return "";
@@ -290,6 +304,10 @@ class Renderer {
       std::vector<std::string> types;
       for (DType dtype : arg.types) types.emplace_back(dtype_enumerator(dtype));
       const std::string c_arg = fmt::format("taot::arg({})", params[i]);
+      std::vector<std::string> block_dims;
+      for (const auto& block : arg.blocks)
+        for (std::uint32_t dim : block) block_dims.push_back(number(dim));
+      const bool has_blocks = !block_dims.empty();
       arg_items.push_back(mstch::map{
           {"index", number(i)},
           {"arg_name", arg.name},
@@ -304,6 +322,10 @@ class Renderer {
           {"type_count", number(arg.types.size())},
           {"output", std::string(arg.output ? "true" : "false")},
           {"rank", number(static_cast<unsigned>(arg.rank))},
+          {"has_blocks", has_blocks},
+          {"block_dims", value_list(block_dims)},
+          {"blocks_ref", has_blocks ? fmt::format("arg_{}_blocks", i) : std::string("nullptr")},
+          {"block_count", number(arg.blocks.size())},
       });
     }
 
@@ -386,7 +408,9 @@ class Renderer {
     const std::string prefix = fmt::format("variant_{}_", index);
     std::vector<mstch::map> specialization;
     for (const ArgSpecialization& spec : variant.specialization) {
-      specialization.push_back(mstch::map{{"type", std::string(dtype_enumerator(spec.type))}, {"hint", number(spec.hint)}});
+      specialization.push_back(mstch::map{{"type", std::string(dtype_enumerator(spec.type))},
+                                          {"hint", number(spec.hint)},
+                                          {"block", number(spec.block)}});
     }
     std::vector<std::string> config;
     for (std::size_t value_index : variant.config) config.push_back(number(value_index));
@@ -412,9 +436,28 @@ class Renderer {
     }
 
     std::vector<mstch::map> images;
-    for (const Image& image : variant.images) {
+    for (std::size_t i = 0; i < variant.images.size(); ++i) {
+      const Image& image = variant.images[i];
       const std::size_t cubin = cubin_index_.at(image.cubin_sha256);
+      std::vector<mstch::map> tensordescs;
+      for (const TensordescMeta& meta : image.tensordesc_meta) {
+        std::vector<std::string> box;
+        for (std::uint32_t dim : meta.block_size) box.push_back(number(dim));
+        tensordescs.push_back(mstch::map{
+            {"swizzle", number(static_cast<unsigned>(meta.swizzle))},
+            {"elem_size", number(static_cast<unsigned>(meta.elem_size))},
+            {"elem_type", number(static_cast<unsigned>(meta.elem_type))},
+            {"fp4_padded", boolean(meta.fp4_padded)},
+            {"box", value_list(box)},
+        });
+      }
+      const bool has_tensordescs = !tensordescs.empty();
       images.push_back(mstch::map{
+          {"image_index", number(i)},
+          {"has_tensordescs", has_tensordescs},
+          {"tensordescs", as_list(std::move(tensordescs))},
+          {"tensordescs_ref", has_tensordescs ? fmt::format("{}image_{}_tensordescs", prefix, i) : std::string("nullptr")},
+          {"tensordesc_count", number(image.tensordesc_meta.size())},
           {"target", c_string_literal(image.target)},
           {"arch", number(image.arch)},
           {"arch_specific", boolean(image.arch_specific)},

@@ -87,6 +87,7 @@ std::string_view kind_name(ArgKind kind) {
     case ArgKind::int_scalar: return "int";
     case ArgKind::float_scalar: return "float";
     case ArgKind::bool_scalar: return "bool";
+    case ArgKind::tensordesc: return "tensordesc";
     case ArgKind::constexpr_value: return "constexpr";
   }
   return "?";
@@ -424,6 +425,14 @@ class ManifestParser {
           arg.rank = static_cast<std::uint8_t>(reader_.get_unsigned(object, "rank", arg_path, kMaxRank));
           if (!reader_.failed() && arg.rank == 0) reader_.fail(child(arg_path, "rank"), "expected 1 to 8, got 0");
         }
+      } else if (kind == "tensordesc") {
+        arg.kind = ArgKind::tensordesc;
+        arg.types = read_dtype_list(reader_.get_array(object, "dtypes", arg_path, 1), child(arg_path, "dtypes"), {});
+        if (object->contains("output")) arg.output = reader_.get_bool(object, "output", arg_path);  // optional
+        arg.rank = static_cast<std::uint8_t>(reader_.get_unsigned(object, "rank", arg_path, kMaxTensordescRank));
+        if (!reader_.failed() && arg.rank == 0) reader_.fail(child(arg_path, "rank"), "expected 1 to 5, got 0");
+        if (!reader_.failed()) arg.blocks = read_blocks(reader_.get_array(object, "blocks", arg_path, 1),
+                                                        child(arg_path, "blocks"), arg.rank);
       } else if (kind == "int") {
         arg.kind = ArgKind::int_scalar;
         arg.types = read_dtype_list(reader_.get_array(object, "types", arg_path, 1), child(arg_path, "types"),
@@ -439,7 +448,7 @@ class ManifestParser {
         arg.kind = ArgKind::constexpr_value;
       } else {
         reader_.fail(child(arg_path, "kind"),
-                     fmt::format("unknown argument kind \"{}\" (expected pointer, int, float, bool or constexpr)", kind));
+                     fmt::format("unknown argument kind \"{}\" (expected pointer, int, float, bool, tensordesc or constexpr)", kind));
         return;
       }
       if (arg.is_call_argument() && ++call_count > kMaxU16) {
@@ -447,6 +456,36 @@ class ManifestParser {
       }
       kernel.args.push_back(std::move(arg));
     }
+  }
+
+  // A list of block shapes, each `rank` dims of 1 to 256, distinct (a tensordesc's "blocks").
+  std::vector<std::vector<std::uint32_t>> read_blocks(const json* list, const std::string& path, std::size_t rank) {
+    std::vector<std::vector<std::uint32_t>> blocks;
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      std::vector<std::uint32_t> block = read_block(&(*list)[i], child(path, i), rank);
+      if (!reader_.failed() && std::find(blocks.begin(), blocks.end(), block) != blocks.end()) {
+        reader_.fail(child(path, i), "a block shape listed twice");
+      }
+      if (!reader_.failed() && blocks.size() == kMaxU16) reader_.fail(path, fmt::format("more than {} blocks", kMaxU16));
+      blocks.push_back(std::move(block));
+    }
+    return blocks;
+  }
+
+  // One block shape: exactly `rank` dims, each 1 to 256 (TMA's box limit).
+  std::vector<std::uint32_t> read_block(const json* value, const std::string& path, std::size_t rank) {
+    std::vector<std::uint32_t> block;
+    if (value == nullptr || reader_.failed()) return block;
+    if (!value->is_array() || value->size() != rank) {
+      reader_.fail(path, fmt::format("expected a list of {} block dims, got {}", rank, describe(*value)));
+      return block;
+    }
+    for (std::size_t d = 0; d < rank && !reader_.failed(); ++d) {
+      const auto dim = static_cast<std::uint32_t>(reader_.unsigned_value(&(*value)[d], child(path, d), 256));
+      if (!reader_.failed() && dim == 0) reader_.fail(child(path, d), "expected 1 to 256, got 0");
+      block.push_back(dim);
+    }
+    return block;
   }
 
   // Distinct dtype names; each must be in `allowed` unless it is empty.
@@ -564,7 +603,7 @@ class ManifestParser {
     const json* images = reader_.get_array(object, "images", path, 1);
     for (std::size_t i = 0; images != nullptr && i < images->size() && !reader_.failed(); ++i) {
       const std::string image_path = child(child(path, "images"), i);
-      Image image = read_image((*images)[i], image_path);
+      Image image = read_image(kernel, (*images)[i], image_path);
       for (const Image& other : variant.images) {
         if (!reader_.failed() && other.target == image.target) {
           reader_.fail(child(image_path, "target"), fmt::format("a second image for target \"{}\"", image.target));
@@ -597,7 +636,17 @@ class ManifestParser {
         return;
       }
       ArgSpecialization spec;
-      if (arg.kind == ArgKind::pointer) {
+      if (arg.kind == ArgKind::tensordesc) {
+        spec.type = reader_.dtype_value(reader_.member(entry, "dtype", entry_path), child(entry_path, "dtype"));
+        const std::vector<std::uint32_t> block =
+            read_block(reader_.member(entry, "block", entry_path), child(entry_path, "block"), arg.rank);
+        const auto found = std::find(arg.blocks.begin(), arg.blocks.end(), block);
+        if (!reader_.failed() && found == arg.blocks.end()) {
+          reader_.fail(child(entry_path, "block"), fmt::format("{} is not among the blocks of tensordesc argument {}",
+                                                               json(block).dump(), arg.name));
+        }
+        spec.block = static_cast<std::uint16_t>(found - arg.blocks.begin());
+      } else if (arg.kind == ArgKind::pointer) {
         spec.type = reader_.dtype_value(reader_.member(entry, "dtype", entry_path), child(entry_path, "dtype"));
         const auto align = reader_.get_unsigned(entry, "align", entry_path, kMaxU32);
         if (!reader_.failed() && align != 0 && align != 16) {
@@ -614,7 +663,7 @@ class ManifestParser {
           spec.hint = static_cast<std::uint8_t>(hint);
         }
       }
-      const std::string type_key = arg.kind == ArgKind::pointer ? "dtype" : "type";
+      const std::string type_key = arg.kind == ArgKind::pointer || arg.kind == ArgKind::tensordesc ? "dtype" : "type";
       if (!reader_.failed() && std::find(arg.types.begin(), arg.types.end(), spec.type) == arg.types.end()) {
         reader_.fail(child(entry_path, type_key), fmt::format("\"{}\" is not among the types of {} argument {} ({})",
                                                               dtype_name(spec.type), kind_name(arg.kind), arg.name,
@@ -728,7 +777,7 @@ class ManifestParser {
     return program;
   }
 
-  Image read_image(const json& value, const std::string& path) {
+  Image read_image(const Kernel& kernel, const json& value, const std::string& path) {
     Image image;
     const json* object = reader_.object_value(&value, path);
     image.target = reader_.get_string(object, "target", path);
@@ -773,6 +822,7 @@ class ManifestParser {
     if (const json* maxnreg = reader_.member(object, "maxnreg", path); maxnreg != nullptr && !maxnreg->is_null()) {
       image.maxnreg = static_cast<std::uint32_t>(reader_.unsigned_value(maxnreg, child(path, "maxnreg"), kMaxU32));
     }
+    read_tensordesc_meta(kernel, image, object, path);
     if (const json* artifacts = reader_.get_object(object, "artifacts", path)) {
       for (const auto& [stage, artifact] : artifacts->items()) {
         image.artifacts[stage] = reader_.string_value(&artifact, child(child(path, "artifacts"), stage));
@@ -782,6 +832,41 @@ class ManifestParser {
     image.cubin_path = manifest_.directory / image.cubin;
     if (options_.verify_cubins) verify_cubin(image, child(path, "cubin"));
     return image;
+  }
+
+  // "tensordesc_meta" (optional when the kernel has no descriptors): on sm_90+ one entry per
+  // tensordesc call argument, whose box has the argument's rank; below sm_90 empty.
+  void read_tensordesc_meta(const Kernel& kernel, Image& image, const json* object, const std::string& path) {
+    if (object == nullptr || reader_.failed()) return;
+    std::vector<const Arg*> descriptors;
+    for (const Arg& arg : kernel.args)
+      if (arg.kind == ArgKind::tensordesc) descriptors.push_back(&arg);
+    const std::string meta_path = child(path, "tensordesc_meta");
+    const json* list = object->contains("tensordesc_meta") ? reader_.get_array(object, "tensordesc_meta", path) : nullptr;
+    const std::size_t count = list == nullptr ? 0 : list->size();
+    const std::size_t expected = image.arch >= 90 ? descriptors.size() : 0;
+    if (reader_.failed()) return;
+    if (count != expected) {
+      reader_.fail(meta_path, fmt::format("expected {} entries (one per tensordesc argument on sm_90 and newer, none "
+                                          "below), got {}",
+                                          expected, count));
+      return;
+    }
+    for (std::size_t i = 0; i < count && !reader_.failed(); ++i) {
+      const std::string entry_path = child(meta_path, i);
+      const json* entry = reader_.object_value(&(*list)[i], entry_path);
+      TensordescMeta meta;
+      meta.swizzle = static_cast<std::uint8_t>(reader_.get_unsigned(entry, "swizzle", entry_path, 3));
+      meta.elem_size = static_cast<std::uint8_t>(reader_.get_unsigned(entry, "elem_size", entry_path, 8));
+      meta.elem_type = static_cast<std::uint8_t>(reader_.get_unsigned(entry, "elem_type", entry_path, 15));
+      if (entry != nullptr && entry->contains("fp4_padded")) meta.fp4_padded = reader_.get_bool(entry, "fp4_padded", entry_path);
+      if (!reader_.failed() && meta.elem_size != 1 && meta.elem_size != 2 && meta.elem_size != 4 && meta.elem_size != 8) {
+        reader_.fail(child(entry_path, "elem_size"), fmt::format("expected 1, 2, 4 or 8, got {}", meta.elem_size));
+      }
+      meta.block_size = read_block(reader_.member(entry, "block_size", entry_path), child(entry_path, "block_size"),
+                                   descriptors[i]->rank);
+      image.tensordesc_meta.push_back(std::move(meta));
+    }
   }
 
   void verify_cubin(const Image& image, const std::string& path) {

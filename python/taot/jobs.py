@@ -14,7 +14,7 @@ import triton
 from . import kernel_source
 from .dtypes import triton_dtype
 from .fsutil import canonical_json, write_atomically
-from .model import DTYPE, INT, POINTER
+from .model import DTYPE, INT
 
 INPUTS_FORMAT = 1                    # bump when the artifact layout or the inputs' meaning changes
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
@@ -55,7 +55,7 @@ def variant_inputs(kernel, variant):
             signature[arg.name] = "constexpr"
             constexprs[arg.name] = 1
         else:
-            signature[arg.name] = "*" + binding.type if binding.kind == POINTER else binding.type
+            signature[arg.name] = binding.triton_type
             if binding.align == 16 or binding.hint == 16:
                 attrs[str(arg.index)] = [["tt.divisibility", 16]]
     options = {name: config[name] for name in kernel.options}

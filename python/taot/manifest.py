@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from .jobs import IR_STAGES, artifact_names
-from .model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER
+from .model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER, TENSORDESC
 
 SCHEMA = "taot.manifest"
 SCHEMA_VERSION = 1
@@ -62,6 +62,14 @@ def _arg(arg, variants):
         if arg.rank is not None:
             entry["rank"] = arg.rank
         return entry
+    if arg.kind == TENSORDESC:
+        blocks = []
+        for variant in variants:
+            for binding in variant.bindings:
+                if binding.name == arg.name and list(binding.block) not in blocks:
+                    blocks.append(list(binding.block))
+        return {"name": arg.name, "kind": TENSORDESC, "dtypes": _used_types(arg, variants), "output": arg.output,
+                "rank": len(arg.block), "blocks": blocks}
     if arg.kind in (INT, FLOAT):
         return {"name": arg.name, "kind": arg.kind, "types": _used_types(arg, variants)}
     if arg.kind == BOOL:
@@ -96,6 +104,8 @@ def _variant(library, kernel, variant, outdir, variant_hash):
 def _specialization(binding):
     if binding.kind == POINTER:
         return {"arg": binding.name, "dtype": binding.type, "align": binding.align}
+    if binding.kind == TENSORDESC:
+        return {"arg": binding.name, "dtype": binding.type, "block": list(binding.block)}
     if binding.kind == INT:
         return {"arg": binding.name, "type": binding.type, "hint": binding.hint}
     return {"arg": binding.name, "type": binding.type}
@@ -133,6 +143,7 @@ def _image(outdir, variant, function, target):
         "cluster_dims": metadata.get("cluster_dims") or [num_ctas, 1, 1],
         "tmem_size": metadata.get("tmem_size", 0),
         "maxnreg": metadata.get("maxnreg"),
+        "tensordesc_meta": metadata.get("tensordesc_meta") or [],
         "artifacts": {key: relative(folder / names[key], outdir) for key in IR_STAGES + ("metadata",)},
     }
 

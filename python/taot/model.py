@@ -4,7 +4,8 @@ from pathlib import Path
 
 # Argument kinds. "constexpr" and "dtype" arguments are compile-time values and become config fields.
 POINTER, INT, FLOAT, BOOL, CONSTEXPR, DTYPE = "pointer", "int", "float", "bool", "constexpr", "dtype"
-RUNTIME_KINDS = (POINTER, INT, FLOAT, BOOL)
+TENSORDESC = "tensordesc"  # a host-side tensor descriptor (Triton's TensorDescriptor)
+RUNTIME_KINDS = (POINTER, INT, FLOAT, BOOL, TENSORDESC)
 
 ALIGN_ANY = "any"
 HINT_NONE = "none"
@@ -15,6 +16,8 @@ class ArgSpec:
     """One parameter of the kernel function and the choices the spec gives for it.
 
     pointer: `choices` are element dtypes, `aligns` a subset of (16, "any");
+    tensordesc: `choices` are element dtypes, `block` the block shape, each entry an int or the name
+    of an int constexpr argument (resolved per variant);
     int/float/bool: `choices` are scalar types (i32, i64 / fp32, fp64 / i1), ints have `hints` ⊆ (1, 16, "none");
     constexpr: `choices` are values; dtype: `choices` are dtype names. `output`: the kernel writes
     through this pointer (declared in the spec; torch custom ops mark it as mutated); `rank`: the
@@ -29,6 +32,7 @@ class ArgSpec:
     hints: tuple = ()
     output: bool = False
     rank: int = None
+    block: tuple = ()
 
     @property
     def is_runtime(self):

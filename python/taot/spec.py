@@ -9,12 +9,13 @@ from . import kernel_source, variants
 from .checks import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
 from .expressions import ExpressionProblem, parse_grid, parse_where
-from .model import (ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, ArgSpec, ConfigField,
-                    KernelSpec, LibrarySpec)
+from .model import (ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, TENSORDESC, ArgSpec,
+                    ConfigField, KernelSpec, LibrarySpec)
 from .spec_file import read_spec_file
 from .targets import accepted_target_names, parse_target
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+TENSORDESC_TYPE = re.compile(r"tensordesc\s*<\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\]\s*>")
 
 ROOT_KEYS = {"library": "a [library] table", "kernel": "one or more [[kernel]] tables"}
 LIBRARY_KEYS = {"name": "the library name (an identifier)", "targets": 'a list of targets such as "sm_90"'}
@@ -25,14 +26,15 @@ KERNEL_KEYS = {
     "args": "a table describing every parameter of the function", "options": "a table of Triton options",
     "default": "a table giving the default config",
 }
-ARG_KEYS = {"type": 'a type such as "*fp32", "*T" or "i32"', "align": '16 and/or "any"',
+ARG_KEYS = {"type": 'a type such as "*fp32", "*T", "i32" or "tensordesc<T[BLOCK_M, BLOCK_K]>"', "align": '16 and/or "any"',
             "hint": '1, 16 and/or "none"', "constexpr": "a list of compile-time values",
             "dtype": "a list of dtype names or a type variable",
-            "output": "true when the kernel writes through this pointer",
+            "output": "true when the kernel writes through this pointer or descriptor",
             "rank": "the number of dimensions arrays given from Python must have (pointers)"}
 ALIGN_VALUES = (16, ALIGN_ANY)
 HINT_VALUES = (1, 16, HINT_NONE)
 MAX_RANK = 8
+MAX_TENSORDESC_RANK = 5  # TMA tensor maps have 1 to 5 dimensions
 
 # Triton options a spec may vary, with their config kind; each is a field of Triton's CUDAOptions.
 OPTION_KINDS = {"num_warps": INT, "num_stages": INT, "num_ctas": INT, "maxnreg": INT,
@@ -117,6 +119,7 @@ def _kernel(node, spec_folder):
     jit_function = _jit_function(node, source, function_node)
     typevars = _typevars(node.key("types"))
     args = _args(node.key("args"), jit_function, typevars)
+    _check_tensordesc_blocks(node.key("args"), args)
     _check_typevars_used(node.key("types"), typevars, args)
     options = _options(node.key("options"), args, typevars)
     fields = _config_fields(node.key("default"), args, options)
@@ -277,7 +280,10 @@ def _dtype_choices(node, typevars):
 
 
 def _typed_arg(node, index, param, typevars):
-    kind, typevar, choices = _parse_type(node.key("type"), typevars)
+    type_node = node.key("type")
+    if isinstance(type_node.value, str) and type_node.value.lstrip().startswith("tensordesc"):
+        return _tensordesc_arg(node, index, param, typevars)
+    kind, typevar, choices = _parse_type(type_node, typevars)
     if kind != POINTER:
         _no_extra_keys(node, ("align",), f"{kind} arguments (align is for pointers)")
         _no_extra_keys(node, ("output",), f"{kind} arguments (output is for pointers)")
@@ -294,6 +300,67 @@ def _typed_arg(node, index, param, typevars):
         raise rank.error(f"an int from 1 to {MAX_RANK}")
     return ArgSpec(param.name, index, kind, choices, typevar=typevar, aligns=aligns, hints=hints,
                    output=output.present() and output.value, rank=rank.value if rank.present() else None)
+
+
+TENSORDESC_EXPECTED = ('a descriptor type "tensordesc<DTYPE[B0, B1, ...]>": a dtype or type variable, then 1 to '
+                       f"{MAX_TENSORDESC_RANK} block dims, each an int or an int constexpr argument's name")
+
+
+def _tensordesc_arg(node, index, param, typevars):
+    """A host-side tensor descriptor: `type = "tensordesc<T[BLOCK_M, BLOCK_K]>"` (the element type and
+    the block shape the kernel loads and stores; the tensor's shape and strides are call values)."""
+    for key in ("align", "hint", "rank"):
+        _no_extra_keys(node, (key,), "tensordesc arguments (the block gives the rank; TMA needs 16-byte alignment)")
+    type_node = node.key("type")
+    match = TENSORDESC_TYPE.fullmatch(type_node.value.strip())
+    if match is None:
+        raise type_node.error(TENSORDESC_EXPECTED)
+    element, dims_text = match.groups()
+    if element in typevars:
+        typevar, choices = element, typevars[element]
+    elif element in DTYPES and element != "i1":
+        typevar, choices = None, (element,)
+    else:
+        names = [name for name in DTYPES if name != "i1"] + list(typevars)
+        raise type_node.error(TENSORDESC_EXPECTED + "; the dtype one of " + ", ".join(names), describe(type_node.value))
+    dims = [dim.strip() for dim in dims_text.split(",")]
+    if not 1 <= len(dims) <= MAX_TENSORDESC_RANK or any(not dim for dim in dims):
+        raise type_node.error(TENSORDESC_EXPECTED, describe(type_node.value))
+    block = []
+    for dim in dims:
+        if dim.isdigit():
+            value = int(dim)
+            if value < 1 or value & (value - 1):
+                raise type_node.error("block dims that are powers of two", f"{dim} in {describe(type_node.value)}")
+            block.append(value)
+        elif IDENTIFIER.fullmatch(dim):
+            block.append(dim)
+        else:
+            raise type_node.error(TENSORDESC_EXPECTED, f"the block dim {describe(dim)}")
+    output = node.key("output")
+    if output.present() and not isinstance(output.value, bool):
+        raise output.error("true or false")
+    return ArgSpec(param.name, index, TENSORDESC, choices, typevar=typevar,
+                   output=output.present() and output.value, block=tuple(block))
+
+
+def _check_tensordesc_blocks(node, args):
+    """Block dims named in descriptor types must be int constexpr arguments with power-of-two values."""
+    constexprs = {arg.name: arg for arg in args if arg.kind == CONSTEXPR}
+    for arg in args:
+        for dim in arg.block:
+            if isinstance(dim, int):
+                continue
+            type_node = node.key(arg.name).key("type") if isinstance((node.value or {}).get(arg.name), dict) \
+                else node.key(arg.name)
+            source = constexprs.get(dim)
+            if source is None:
+                raise type_node.error("block dims that name int constexpr arguments of the kernel: " +
+                                      (", ".join(constexprs) or "it has none"), f'"{dim}"')
+            bad = [value for value in source.choices if not is_int(value) or value < 1 or value & (value - 1)]
+            if bad:
+                raise type_node.error(f"block dims whose values are powers of two ({dim} gives the block dim)",
+                                      f"{dim} = {describe(bad[0])}")
 
 
 def _subset(node, allowed, default):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from .checks import describe
 from .errors import SpecError
 from .expressions import ArgView, ExpressionProblem, fold_grid
-from .model import ALIGN_ANY, INT, POINTER
+from .model import ALIGN_ANY, INT, POINTER, TENSORDESC
 
 MAX_ID_LENGTH = 100
 OPTION_ABBREVIATIONS = {"num_warps": "w", "num_stages": "s", "num_ctas": "c", "maxnreg": "r",
@@ -18,12 +18,23 @@ _MANIFEST_HINTS = {1: 1, 16: 16, "none": 0}
 
 @dataclass(frozen=True)
 class Binding:
-    """A non-constexpr argument in one variant. align: 16 or 0 (pointers); hint: 1, 16 or 0 (ints)."""
+    """A non-constexpr argument in one variant. align: 16 or 0 (pointers); hint: 1, 16 or 0 (ints);
+    block: the block shape of a tensor descriptor, in ints."""
     name: str
     kind: str
-    type: str          # element dtype for pointers, scalar type otherwise
+    type: str          # element dtype for pointers and descriptors, scalar type otherwise
     align: int = None
     hint: int = None
+    block: tuple = None
+
+    @property
+    def triton_type(self):
+        """The type in Triton's signature: "*fp16", "tensordesc<fp16[64, 32]>", "i32"."""
+        if self.kind == POINTER:
+            return "*" + self.type
+        if self.kind == TENSORDESC:
+            return f"tensordesc<{self.type}[{', '.join(map(str, self.block))}]>"
+        return self.type
 
 
 @dataclass(frozen=True)
@@ -82,10 +93,13 @@ def _resolve(kernel, choice):
             continue
         align = choice.get(("align", arg.name))
         hint = choice.get(("hint", arg.name))
-        bindings.append(Binding(arg.name, arg.kind, value,
-                                align=None if align is None else (0 if align == ALIGN_ANY else 16),
-                                hint=None if hint is None else _MANIFEST_HINTS[hint]))
-        views[arg.name] = ArgView(value, "*" + value if arg.kind == POINTER else value, align, hint)
+        block = None
+        if arg.kind == TENSORDESC:
+            block = tuple(dim if isinstance(dim, int) else choice[("choice", dim)] for dim in arg.block)
+        binding = Binding(arg.name, arg.kind, value, align=None if align is None else (0 if align == ALIGN_ANY else 16),
+                          hint=None if hint is None else _MANIFEST_HINTS[hint], block=block)
+        bindings.append(binding)
+        views[arg.name] = ArgView(value, binding.triton_type, align, hint)
     for name in kernel.options:
         config[name] = choice[("option", name)]
     namespace = dict(config)

@@ -16,6 +16,7 @@ int fact_count(const table::Arg& arg) {
   switch (arg.kind) {
     case ArgKind::pointer: return 2 * arg.type_count;
     case ArgKind::int_scalar: return kIntFacts;
+    case ArgKind::tensordesc: return arg.type_count * (arg.block_count + 1);
     default: return 1;
   }
 }
@@ -32,6 +33,11 @@ bool accepts(const table::Arg& arg, const table::ArgSpecialization& spec, int fa
       if (wide && spec.type != TAOT_DTYPE_I64) return false;
       return spec.hint == 0 || (spec.hint == 16 && divisibility == kIntDiv16) ||
              (spec.hint == 1 && divisibility == kIntOne);
+    }
+    case ArgKind::tensordesc: {
+      const int blocks = arg.block_count + 1;
+      const int block = fact % blocks;
+      return spec.type == arg.types[fact / blocks] && (block == arg.block_count || block == spec.block);
     }
     default: return true;
   }
@@ -89,6 +95,12 @@ std::string request_text(const table::ConfigField& field, const FieldRequest& re
   }
 }
 
+std::string block_text(const std::uint32_t* dims, std::size_t rank) {
+  std::string text = "[";
+  for (std::size_t d = 0; d < rank; ++d) text += (d ? ", " : "") + std::to_string(dims[d]);
+  return text + "]";
+}
+
 std::string hex(std::uint64_t value) {
   static const char* digits = "0123456789abcdef";
   std::string text;
@@ -120,6 +132,24 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
       if (variant.config[f] >= table.fields[f].value_count)
         return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": variant " + variant.id +
                                                 " has a config value out of range");
+    for (std::size_t a = 0; a < table.arg_count; ++a) {
+      const table::Arg& arg = table.args[a];
+      if (arg.kind == ArgKind::tensordesc &&
+          (arg.rank == 0 || arg.rank > TAOT_TENSORDESC_MAX_RANK || arg.blocks == nullptr ||
+           variant.specialization[a].block >= arg.block_count))
+        return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": variant " + variant.id +
+                                                " has a bad block table for argument " + arg.name);
+    }
+    std::size_t descriptors = 0;
+    for (std::size_t a = 0; a < table.arg_count; ++a) descriptors += table.args[a].kind == ArgKind::tensordesc;
+    for (std::uint16_t i = 0; i < variant.image_count; ++i) {
+      const table::Image& image = variant.images[i];
+      if (image.tensordesc_count != 0 && (image.tensordesc_count != descriptors || image.tensordescs == nullptr))
+        return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": variant " + variant.id + " image " +
+                                                image.target + " has " + std::to_string(image.tensordesc_count) +
+                                                " descriptor entries for " + std::to_string(descriptors) +
+                                                " descriptor arguments");
+    }
     defaults[v] = default_matches(table, variant);
     scores[v] = specialization_score(table, variant);
   }
@@ -261,6 +291,17 @@ std::string DispatchIndex::describe_value(std::size_t arg_index, const taot_arg&
       return std::string(arg.name) + " = " + dtype_name(static_cast<DType>(value.dtype)) + " pointer " +
              hex(value.address) + ((value.address % 16) == 0 ? " (16-byte aligned)" : " (not 16-byte aligned)");
     case ArgKind::int_scalar: return std::string(arg.name) + " = " + std::to_string(value.integer);
+    case ArgKind::tensordesc: {
+      const taot_tensordesc* desc = value.tensordesc;
+      if (desc == nullptr) return std::string(arg.name) + " = a null descriptor";
+      std::string text = std::string(arg.name) + " = a rank " + std::to_string(desc->rank) + " " +
+                         dtype_name(static_cast<DType>(desc->dtype)) + " descriptor";
+      if (desc->rank != arg.rank) return text + " (the argument has rank " + std::to_string(arg.rank) + ")";
+      if (block_fact(arg, *desc) == arg.block_count) return text;
+      std::uint32_t block[TAOT_TENSORDESC_MAX_RANK] = {};
+      for (std::uint8_t d = 0; d < arg.rank; ++d) block[d] = static_cast<std::uint32_t>(desc->block_shape[d]);
+      return text + " with block_shape " + block_text(block, arg.rank);
+    }
     default: return arg.name;
   }
 }
@@ -276,6 +317,7 @@ std::string DispatchIndex::compiled_choices(std::size_t arg_index, const std::ve
     std::string choice = dtype_name(static_cast<DType>(spec.type));
     if (arg.kind == ArgKind::pointer) choice += spec.hint == 16 ? " align 16" : " any alignment";
     if (arg.kind == ArgKind::int_scalar) choice += spec.hint == 1 ? " ==1" : spec.hint == 16 ? " %16==0" : " any value";
+    if (arg.kind == ArgKind::tensordesc) choice += " block " + block_text(arg.blocks + std::size_t{spec.block} * arg.rank, arg.rank);
     if (std::find(choices.begin(), choices.end(), choice) == choices.end()) choices.push_back(choice);
   }
   std::string text;

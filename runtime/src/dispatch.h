@@ -83,6 +83,8 @@ class DispatchIndex {
 
 // Int facts: whether the value fits in 32 bits, times its divisibility class.
 inline constexpr int kIntPlain = 0, kIntDiv16 = 1, kIntOne = 2, kIntClasses = 3;
+// Descriptor facts: the dtype slot times (block index, or block_count for "no block given").
+inline int block_fact(const table::Arg& arg, const taot_tensordesc& desc) noexcept;
 
 inline int DispatchIndex::fact_of(std::size_t arg_index, const taot_arg& value) const noexcept {
   const table::Arg& arg = table_->args[arg_index];
@@ -99,8 +101,31 @@ inline int DispatchIndex::fact_of(std::size_t arg_index, const taot_arg& value) 
       const int divisibility = integer == 1 ? kIntOne : (integer % 16 == 0 ? kIntDiv16 : kIntPlain);
       return (wide ? kIntClasses : 0) + divisibility;
     }
+    case table::ArgKind::tensordesc: {
+      const taot_tensordesc* desc = value.tensordesc;
+      if (desc == nullptr || desc->rank != arg.rank) return -1;
+      const auto dtype = static_cast<std::uint32_t>(desc->dtype);
+      const int slot = dtype < kDtypeSlots ? dtype_slots_[arg_index][dtype] : -1;
+      const int block = block_fact(arg, *desc);
+      return slot < 0 || block < 0 ? -1 : slot * (arg.block_count + 1) + block;
+    }
     default: return 0;
   }
+}
+
+// A descriptor's block fact: the index of its block_shape among the argument's compiled blocks,
+// `block_count` when it gives none (all zero: any variant's block), -1 when no variant has it.
+inline int block_fact(const table::Arg& arg, const taot_tensordesc& desc) noexcept {
+  bool given = false;
+  for (std::uint8_t d = 0; d < arg.rank; ++d) given = given || desc.block_shape[d] != 0;
+  if (!given) return arg.block_count;
+  for (std::uint16_t b = 0; b < arg.block_count; ++b) {
+    const std::uint32_t* block = arg.blocks + std::size_t{b} * arg.rank;
+    bool equal = true;
+    for (std::uint8_t d = 0; d < arg.rank; ++d) equal = equal && block[d] == static_cast<std::uint32_t>(desc.block_shape[d]);
+    if (equal) return b;
+  }
+  return -1;
 }
 
 inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t arg_count,

@@ -32,4 +32,15 @@ DType dtype_from_name(std::string_view name) noexcept {
   return DType::unknown;
 }
 
+std::size_t dtype_size(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::i1: case DType::i8: case DType::u8: case DType::fp8e4nv: case DType::fp8e5: return 1;
+    case DType::i16: case DType::u16: case DType::fp16: case DType::bf16: return 2;
+    case DType::i32: case DType::u32: case DType::fp32: return 4;
+    case DType::i64: case DType::u64: case DType::fp64: return 8;
+    case DType::unknown: break;
+  }
+  return 0;
+}
+
 }  // namespace taot

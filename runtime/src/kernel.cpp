@@ -1,6 +1,7 @@
 // Kernel: select a variant, find (or load once) its function in the current context, evaluate
 // the grid and launch with Triton 3.6's two trailing scratch pointers (buffers from the scratch
-// pool when the kernel needs them), through cuLaunchKernelEx for clusters, cooperative grids, PDL.
+// pool when the kernel needs them) and host-side tensor descriptors expanded (TMA maps on sm_90),
+// through cuLaunchKernelEx for clusters, cooperative grids, PDL.
 #include <array>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "grid.h"
 #include "module_cache.h"
 #include "scratch.h"
+#include "tensordesc.h"
 #include "taot/driver_api.h"
 #include "taot/runtime.h"
 
@@ -282,19 +284,57 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
     if (image.global_scratch_size > 0) global_scratch = *buffer + layout->global_offset;
     if (image.profile_scratch_size > 0) profile_scratch = *buffer + layout->profile_offset;
   }
+  // Parameters: the call arguments in the variant's order, read in place from the caller's
+  // taot_arg unions, except descriptors, which expand into the values this image takes; then the
+  // two scratch pointers.
+  const bool with_maps = image.tensordesc_count > 0;
+  std::size_t param_count = 2;
+  std::size_t descriptor_count = 0;
+  for (std::uint16_t p = 0; p < variant.param_count; ++p) {
+    const table::Arg& arg = table_->args[variant.params[p]];
+    if (arg.kind != table::ArgKind::tensordesc) {
+      ++param_count;
+    } else {
+      param_count += detail::tensordesc_param_count(arg.rank, with_maps);
+      ++descriptor_count;
+    }
+  }
   constexpr std::size_t kInlineParams = 64;
   void* inline_params[kInlineParams];
   std::vector<void*> heap_params;
   void** params = inline_params;
-  const std::size_t param_count = variant.param_count + 2u;
   if (param_count > kInlineParams) {
     heap_params.resize(param_count);
     params = heap_params.data();
   }
-  for (std::uint16_t p = 0; p < variant.param_count; ++p)
-    params[p] = const_cast<taot_arg*>(&args[variant.params[p]]);
-  params[variant.param_count] = &global_scratch;
-  params[variant.param_count + 1] = &profile_scratch;
+  constexpr std::size_t kInlineDescriptors = 4;
+  detail::TensordescParams inline_descriptors[kInlineDescriptors];
+  std::vector<detail::TensordescParams> heap_descriptors;
+  detail::TensordescParams* descriptors = inline_descriptors;
+  if (descriptor_count > kInlineDescriptors) {
+    heap_descriptors.resize(descriptor_count);
+    descriptors = heap_descriptors.data();
+  }
+  std::size_t next_param = 0, next_descriptor = 0;
+  for (std::uint16_t p = 0; p < variant.param_count; ++p) {
+    const std::uint16_t a = variant.params[p];
+    const table::Arg& arg = table_->args[a];
+    if (arg.kind != table::ArgKind::tensordesc) {
+      params[next_param++] = const_cast<taot_arg*>(&args[a]);
+      continue;
+    }
+    // Descriptors are numbered in argument order among all call arguments, as tensordesc_meta is.
+    std::size_t meta_index = 0;
+    for (std::uint16_t earlier = 0; earlier < a; ++earlier)
+      meta_index += table_->args[earlier].kind == table::ArgKind::tensordesc;
+    const table::TensordescMeta* meta = with_maps ? &image.tensordescs[meta_index] : nullptr;
+    Status built = detail::build_tensordesc_params(*api, arg, *args[a].tensordesc, meta,
+                                                   descriptors[next_descriptor++], params + next_param);
+    if (!built.ok()) return std::move(built).with_context(detail::variant_name(index, variant));
+    next_param += detail::tensordesc_param_count(arg.rank, with_maps);
+  }
+  params[next_param++] = &global_scratch;
+  params[next_param] = &profile_scratch;
 
   const bool with_attributes = detail::needs_launch_attributes(image);
   const auto launch_with = [&](const detail::LoadedFunction& target) {

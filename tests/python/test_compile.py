@@ -15,7 +15,7 @@ from taot.errors import CompileError
 MANIFEST_IMAGE_KEYS = {"target", "arch", "arch_specific", "dir", "cubin", "cubin_sha256", "function_name",
                        "num_warps", "num_ctas", "num_stages", "shared", "global_scratch_size",
                        "global_scratch_align", "profile_scratch_size", "profile_scratch_align",
-                       "launch_cooperative_grid", "launch_pdl", "cluster_dims", "tmem_size", "maxnreg", "artifacts"}
+                       "launch_cooperative_grid", "launch_pdl", "cluster_dims", "tmem_size", "maxnreg", "tensordesc_meta", "artifacts"}
 
 
 def small_spec():

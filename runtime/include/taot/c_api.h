@@ -24,17 +24,42 @@ typedef enum taot_dtype {
   TAOT_DTYPE_FP32 = 14, TAOT_DTYPE_FP64 = 15
 } taot_dtype;
 
+/* Tensor descriptors have 1 to 5 dimensions (TMA's limit). */
+#define TAOT_TENSORDESC_MAX_RANK 5
+
+/* What a descriptor's loads read past the tensor's edge. */
+typedef enum taot_padding { TAOT_PADDING_ZERO = 0, TAOT_PADDING_NAN = 1 } taot_padding;
+
+/* A host-side tensor descriptor (Triton's TensorDescriptor): a strided view of device memory that
+ * the kernel reads and writes in blocks. The runtime builds what the compiled kernel takes from it
+ * at launch (a TMA map on sm_90, with cuTensorMapEncodeTiled). Requirements, checked at launch:
+ * `base` 16-byte aligned; `rank` equal to the argument's; shape[d] from 1 to 2^31 - 1;
+ * strides[rank - 1] == 1 and every other stride times the element size a multiple of 16 bytes.
+ * `block_shape`: all zero to take the variant's block, or the block the kernel must have been
+ * compiled for (automatic selection then picks such a variant). Dims are outermost first. */
+typedef struct taot_tensordesc {
+  uint64_t base;                                /* device address of element [0, ..., 0] */
+  int32_t dtype;                                /* taot_dtype of the elements */
+  int32_t rank;                                 /* 1 to TAOT_TENSORDESC_MAX_RANK */
+  int64_t shape[TAOT_TENSORDESC_MAX_RANK];      /* elements per dim */
+  int64_t strides[TAOT_TENSORDESC_MAX_RANK];    /* in elements */
+  int32_t block_shape[TAOT_TENSORDESC_MAX_RANK];
+  int32_t padding;                              /* taot_padding */
+} taot_tensordesc;
+
 /* One call argument. Pointers set `address` and `dtype` (the element type); integers set
  * `integer` (sign-extended); fp32 scalars set `real32`, fp64 scalars `real64`; bools `integer`
- * (0 or 1). The union is read in place as the kernel parameter, so set exactly one member. */
+ * (0 or 1); tensor descriptors `tensordesc` (read during the launch call only) and `dtype`. The
+ * union is read in place as the kernel parameter, so set exactly one member. */
 typedef struct taot_arg {
   union {
     uint64_t address;
     int64_t integer;
     float real32;
     double real64;
+    const taot_tensordesc* tensordesc;
   };
-  int32_t dtype; /* taot_dtype; pointers only */
+  int32_t dtype; /* taot_dtype; pointers and descriptors only */
 } taot_arg;
 
 /* A pointer argument of the typed C entry points. */

@@ -33,12 +33,14 @@ namespace taot::driver {
 // Entry points newer drivers have; null when absent.
 //  cuCtxGetId (CUDA 12.0) tells a new context from a destroyed one at the same address;
 //  cuLaunchKernelEx (12.0) launches clusters, cooperative grids and PDL kernels;
-//  cuMemAllocAsync/cuMemFreeAsync (11.2) hold scratch buffers, stream-ordered.
-#define TAOT_DRIVER_OPTIONAL(X)                \
-  X(cuCtxGetId, "cuCtxGetId")                  \
-  X(cuLaunchKernelEx, "cuLaunchKernelEx")      \
-  X(cuMemAllocAsync, "cuMemAllocAsync")        \
-  X(cuMemFreeAsync, "cuMemFreeAsync")
+//  cuMemAllocAsync/cuMemFreeAsync (11.2) hold scratch buffers, stream-ordered;
+//  cuTensorMapEncodeTiled (12.0) builds the TMA maps of host-side tensor descriptors.
+#define TAOT_DRIVER_OPTIONAL(X)                          \
+  X(cuCtxGetId, "cuCtxGetId")                            \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx")                \
+  X(cuMemAllocAsync, "cuMemAllocAsync")                  \
+  X(cuMemFreeAsync, "cuMemFreeAsync")                    \
+  X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")
 
 // Function pointers of the driver. Every required member is non-null in a table returned by get().
 struct Api {

@@ -12,13 +12,16 @@
 namespace taot::table {
 
 // What a call argument is. Constexpr parameters are not call arguments.
-enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar };
+enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar, tensordesc };
 
-// One call argument. `types` lists, for pointers, the element dtypes some variant accepts (in
-// manifest order); for ints the integer types (TAOT_DTYPE_I32 / TAOT_DTYPE_I64); for floats the one
-// float type; for bools TAOT_DTYPE_I1. `output`: the spec says the kernel writes through this
-// pointer (torch custom ops declare such arguments as mutated). `rank`: the number of dimensions an
-// array given from Python must have (0: any); raw pointers carry no rank.
+// One call argument. `types` lists, for pointers and tensor descriptors, the element dtypes some
+// variant accepts (in manifest order); for ints the integer types (TAOT_DTYPE_I32 /
+// TAOT_DTYPE_I64); for floats the one float type; for bools TAOT_DTYPE_I1. `output`: the spec says
+// the kernel writes through this pointer or descriptor (torch custom ops declare such arguments as
+// mutated). `rank`: for pointers the number of dimensions an array given from Python must have
+// (0: any; raw pointers carry no rank), for descriptors their rank (1 to 5). `blocks`: for
+// descriptors, the `block_count` distinct block shapes the variants compiled, `rank` dims each,
+// outermost first; null otherwise.
 struct Arg {
   const char* name;
   ArgKind kind;
@@ -26,6 +29,8 @@ struct Arg {
   std::uint16_t type_count;
   bool output;
   std::uint8_t rank;
+  const std::uint32_t* blocks;
+  std::uint16_t block_count;
 };
 
 enum class FieldKind : std::uint8_t { int_value, float_value, bool_value, dtype_value };
@@ -45,9 +50,24 @@ struct ConfigField {
 //  pointer: `type` is the element dtype; `hint` 16 = compiled for 16-byte alignment, 0 = any.
 //  int:     `type` is TAOT_DTYPE_I32 or TAOT_DTYPE_I64; `hint` 1 = ==1, 16 = %16==0, 0 = none.
 //  float / bool: `type` is the scalar type; `hint` is 0.
+//  tensordesc: `type` is the element dtype; `block` the index of the variant's block shape in the
+//  argument's `blocks`.
 struct ArgSpecialization {
   taot_dtype type;
   std::uint8_t hint;
+  std::uint16_t block;
+};
+
+// How to encode the TMA map of one descriptor argument in an sm_90+ image (Triton's
+// tensordesc_meta): `swizzle` is a CUtensorMapSwizzle value, `elem_type` Triton's device-side data
+// type number (the runtime maps it to CUtensorMapDataType), `box` the box dims, outermost first
+// (may be smaller than the argument's block), `fp4_padded` doubles the innermost dim.
+struct TensordescMeta {
+  std::uint8_t swizzle;
+  std::uint8_t elem_size;
+  std::uint8_t elem_type;
+  bool fp4_padded;
+  std::uint32_t box[TAOT_TENSORDESC_MAX_RANK];
 };
 
 enum class GridOp : std::uint8_t { literal, arg, add, sub, mul, div, mod, cdiv, min, max, neg };
@@ -83,12 +103,17 @@ struct Image {
   std::uint32_t profile_scratch_align;
   bool cooperative;            // launch_cooperative_grid
   bool pdl;                    // launch_pdl
+  // One entry per descriptor argument, in order, when the image takes TMA maps (sm_90+); else
+  // null and 0: descriptors are passed as pointer, shapes and strides (Triton's decomposition).
+  const TensordescMeta* tensordescs;
+  std::uint16_t tensordesc_count;
 };
 
 // One variant: a specialization plus a config, with an image per target.
 // `specialization` has one entry per call argument; `config` one value index per config field;
 // `params` lists the call arguments passed to the kernel, in order (constexprs and ==1 ints are
-// compiled in); the runtime appends the two scratch pointers Triton 3.6 kernels take.
+// compiled in); the runtime expands each descriptor into the parameters the image takes and
+// appends the two scratch pointers Triton 3.6 kernels take.
 struct Variant {
   const char* id;
   const ArgSpecialization* specialization;

@@ -1,7 +1,8 @@
 // Python bindings of generated libraries (nanobind, header-only): a generated <lib>_python.cpp
 // calls bind_kernel() once per kernel. Arrays are torch tensors (read through DLPack's C exchange
 // table when torch has one, else through their attributes; no build-time dependency on torch) or
-// any object with __cuda_array_interface__ or __dlpack__; launches go to the caller's current
+// any object with __cuda_array_interface__ or __dlpack__; tensor-descriptor arguments take
+// TensorDescriptor-like objects or whole arrays; launches go to the caller's current
 // torch stream unless `stream=` says otherwise; errors become Python exceptions carrying the
 // runtime's message. Functions hold the GIL (launches are short) and are thread-safe.
 #pragma once
@@ -334,6 +335,128 @@ inline taot_arg dlpack_arg(const table::KernelTable& table, const table::Arg& ar
   return view_arg(table, arg, *view, site);
 }
 
+// The address, dtype, shape and strides (in elements) of an array a descriptor is made over.
+struct ArrayView {
+  std::uint64_t address = 0;
+  taot_dtype dtype = TAOT_DTYPE_UNKNOWN;
+  std::vector<std::int64_t> shape, strides;
+};
+
+// Reads `object` for a descriptor argument: an array of a framework with the DLPack exchange
+// table, a torch tensor, or an object with __cuda_array_interface__ (objects with only __dlpack__
+// are not read here: their capsule needs the launch stream, known only later).
+inline ArrayView descriptor_array(const table::KernelTable& table, const table::Arg& arg, nb::handle object,
+                                  LaunchSite& site) {
+  static PyObject* const cuda_array_interface = interned("__cuda_array_interface__");
+  table::Arg any_rank = arg;  // the array readers check a pointer's rank; a base array has any
+  any_rank.rank = 0;
+  ArrayView array;
+  if (const dlpack::ExchangeApi* api = exchange_api(Py_TYPE(object.ptr()))) {
+    dlpack::Tensor view{};
+    if (api->dltensor_from_py_object_no_sync(object.ptr(), &view) != 0) throw nb::python_error();
+    const taot_arg pointer = view_arg(table, any_rank, view, site);
+    if (site.stream_api == nullptr) site.stream_api = api;
+    array.address = pointer.address;
+    array.dtype = static_cast<taot_dtype>(pointer.dtype);
+    array.shape.assign(view.shape, view.shape + view.ndim);
+    if (view.strides != nullptr) {
+      array.strides.assign(view.strides, view.strides + view.ndim);
+    } else {
+      array.strides.assign(static_cast<std::size_t>(view.ndim), 1);
+      for (std::int32_t d = view.ndim - 1; d > 0; --d) array.strides[d - 1] = array.strides[d] * view.shape[d];
+    }
+    return array;
+  }
+  const Torch& torch_state = torch();
+  if (torch_state.tensor_type != nullptr && PyObject_TypeCheck(object.ptr(), torch_state.tensor_type)) {
+    site.legacy_torch = true;
+    const taot_arg pointer = torch_attribute_arg(table, any_rank, object);
+    array.address = pointer.address;
+    array.dtype = static_cast<taot_dtype>(pointer.dtype);
+    for (nb::handle extent : object.attr("shape")) array.shape.push_back(nb::cast<std::int64_t>(extent));
+    for (nb::handle stride : object.attr("stride")()) array.strides.push_back(nb::cast<std::int64_t>(stride));
+    return array;
+  }
+  if (nb::object interface = nb::steal(PyObject_GetAttr(object.ptr(), cuda_array_interface)); interface.is_valid()) {
+    const taot_arg pointer = array_interface_arg(table, any_rank, interface);
+    array.address = pointer.address;
+    array.dtype = static_cast<taot_dtype>(pointer.dtype);
+    nb::dict description = nb::cast<nb::dict>(interface);
+    for (nb::handle extent : nb::cast<nb::tuple>(description["shape"])) array.shape.push_back(nb::cast<std::int64_t>(extent));
+    const auto element = static_cast<std::int64_t>(dtype_size(static_cast<DType>(array.dtype)));
+    if (description.contains("strides") && !description["strides"].is_none()) {
+      for (nb::handle stride : nb::cast<nb::tuple>(description["strides"])) {
+        const auto bytes = nb::cast<std::int64_t>(stride);
+        if (bytes % element != 0)
+          throw nb::value_error((prefix(table, arg) + "a stride of " + std::to_string(bytes) +
+                                 " bytes is not a whole number of elements").c_str());
+        array.strides.push_back(bytes / element);
+      }
+    } else {
+      array.strides.assign(array.shape.size(), 1);
+      for (std::size_t d = array.shape.size(); d > 1; --d) array.strides[d - 2] = array.strides[d - 1] * array.shape[d - 1];
+    }
+    return array;
+  }
+  PyErr_Clear();
+  throw nb::type_error((prefix(table, arg) + "expected a tensor descriptor (an object with base, shape, strides and "
+                        "block_shape, such as triton.tools.tensor_descriptor.TensorDescriptor) or a CUDA array (a "
+                        "torch tensor or an object with __cuda_array_interface__), got " +
+                        nb::type_name(object.type()).c_str()).c_str());
+}
+
+// `count` ints from a Python sequence attribute of a descriptor object, named in errors.
+inline void descriptor_ints(const table::KernelTable& table, const table::Arg& arg, nb::handle sequence,
+                            const char* what, std::int64_t* out) {
+  std::size_t count = 0;
+  for (nb::handle item : sequence) {
+    if (count == arg.rank) break;
+    out[count++] = nb::cast<std::int64_t>(item);
+  }
+  if (count != arg.rank || nb::len(sequence) != arg.rank)
+    throw nb::value_error((prefix(table, arg) + "the descriptor's " + what + " has " +
+                           std::to_string(nb::len(sequence)) + " entries; the kernel takes a rank " +
+                           std::to_string(arg.rank) + " descriptor").c_str());
+}
+
+// A descriptor argument: a TensorDescriptor-like object (base array, shape, strides, block_shape,
+// padding "zero" or "nan"; its block_shape selects variants compiled for that block) or a CUDA
+// array (a descriptor over the whole array, the block of the selected variant, zero padding).
+inline void descriptor_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object,
+                           LaunchSite& site, taot_tensordesc& desc) {
+  static PyObject* const base_name = interned("base");
+  static PyObject* const block_shape_name = interned("block_shape");
+  desc = taot_tensordesc{};
+  desc.rank = arg.rank;
+  if (PyObject_HasAttr(object.ptr(), block_shape_name) && PyObject_HasAttr(object.ptr(), base_name)) {
+    const ArrayView base = descriptor_array(table, arg, object.attr("base"), site);
+    desc.base = base.address;
+    desc.dtype = base.dtype;
+    descriptor_ints(table, arg, object.attr("shape"), "shape", desc.shape);
+    descriptor_ints(table, arg, object.attr("strides"), "strides", desc.strides);
+    std::int64_t block[TAOT_TENSORDESC_MAX_RANK] = {};
+    descriptor_ints(table, arg, object.attr("block_shape"), "block_shape", block);
+    for (std::uint8_t d = 0; d < arg.rank; ++d) desc.block_shape[d] = static_cast<std::int32_t>(block[d]);
+    const std::string padding = nb::hasattr(object, "padding") ? nb::cast<std::string>(nb::str(object.attr("padding")))
+                                                               : std::string("zero");
+    if (padding != "zero" && padding != "nan")
+      throw nb::value_error((prefix(table, arg) + "padding \"" + padding + "\"; expected \"zero\" or \"nan\"").c_str());
+    desc.padding = padding == "nan" ? TAOT_PADDING_NAN : TAOT_PADDING_ZERO;
+    return;
+  }
+  const ArrayView array = descriptor_array(table, arg, object, site);
+  if (array.shape.size() != arg.rank)
+    throw nb::value_error((prefix(table, arg) + "expected a " + std::to_string(arg.rank) +
+                           "-D array (the descriptor's rank), got shape " +
+                           shape_text(array.shape.data(), static_cast<std::int32_t>(array.shape.size()))).c_str());
+  desc.base = array.address;
+  desc.dtype = array.dtype;
+  for (std::uint8_t d = 0; d < arg.rank; ++d) {
+    desc.shape[d] = array.shape[d];
+    desc.strides[d] = array.strides[d];
+  }
+}
+
 inline taot_arg scalar_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object) {
   taot_arg value{};
   switch (arg.kind) {
@@ -444,10 +567,26 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
     values = heap_values.data();
   }
   detail::LaunchSite site;
-  for (std::size_t a = 0; a < table.arg_count; ++a) {
+  constexpr std::size_t kInlineDescriptors = 4;
+  taot_tensordesc inline_descriptors[kInlineDescriptors];
+  std::vector<taot_tensordesc> heap_descriptors;
+  taot_tensordesc* descriptors = inline_descriptors;
+  std::size_t descriptor_count = 0;
+  for (std::size_t a = 0; a < table.arg_count; ++a) descriptor_count += table.args[a].kind == table::ArgKind::tensordesc;
+  if (descriptor_count > kInlineDescriptors) {
+    heap_descriptors.resize(descriptor_count);
+    descriptors = heap_descriptors.data();
+  }
+  for (std::size_t a = 0, d = 0; a < table.arg_count; ++a) {
     const table::Arg& arg = table.args[a];
-    values[a] = arg.kind == table::ArgKind::pointer ? detail::pointer_arg(table, a, args[a], site)
-                                                    : detail::scalar_arg(table, arg, args[a]);
+    if (arg.kind == table::ArgKind::pointer) {
+      values[a] = detail::pointer_arg(table, a, args[a], site);
+    } else if (arg.kind == table::ArgKind::tensordesc) {
+      detail::descriptor_arg(table, arg, args[a], site, descriptors[d]);
+      values[a] = taot::arg(descriptors[d++]);
+    } else {
+      values[a] = detail::scalar_arg(table, arg, args[a]);
+    }
   }
 
   nb::handle stream;
@@ -541,7 +680,7 @@ inline std::vector<std::pair<Kernel*, nb::handle>>& bound_kernels() {
 // Whether the op declares pointer argument `arg` as written: the spec's outputs, or every pointer
 // when the spec names none (taot cannot tell which pointers a kernel stores through).
 inline bool written(const table::KernelTable& table, const table::Arg& arg) {
-  if (arg.kind != table::ArgKind::pointer) return false;
+  if (arg.kind != table::ArgKind::pointer && arg.kind != table::ArgKind::tensordesc) return false;
   for (std::size_t a = 0; a < table.arg_count; ++a)
     if (table.args[a].output) return arg.output;
   return true;
@@ -556,6 +695,7 @@ inline std::string torch_schema(const table::KernelTable& table) {
     if (a > 0) schema += ", ";
     switch (arg.kind) {
       case table::ArgKind::pointer:
+      case table::ArgKind::tensordesc:  // a whole tensor (a descriptor object is no torch type)
         schema += written(table, arg) ? "Tensor(w" + std::to_string(a) + "!) " : std::string("Tensor ");
         break;
       case table::ArgKind::int_scalar: schema += "int "; break;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,7 +87,48 @@ class Ptr {
   DType dtype_;
 };
 
-// Call-argument values in the C ABI's form, one overload per scalar kind the kernels take.
+// The size in bytes of one element of `dtype` (1 for i1 and fp8), 0 for DType::unknown.
+std::size_t dtype_size(DType dtype) noexcept;
+
+// A host-side tensor descriptor (the C ABI's taot_tensordesc): see c_api.h for its fields and the
+// requirements a launch checks.
+using TensorDesc = taot_tensordesc;
+
+// A descriptor over `base` with `shape` (elements, outermost first) and `strides` (elements; empty:
+// contiguous row-major). `block_shape` empty: take the variant's block; else only variants compiled
+// for this block accept it. Lists longer than 5 or of different lengths make a descriptor of rank 0,
+// which launches refuse naming the argument.
+inline TensorDesc tensor_desc(Ptr base, std::initializer_list<std::int64_t> shape,
+                              std::initializer_list<std::int64_t> strides = {},
+                              std::initializer_list<std::int32_t> block_shape = {},
+                              taot_padding padding = TAOT_PADDING_ZERO) noexcept {
+  TensorDesc desc{};
+  desc.base = base.address();
+  desc.dtype = static_cast<std::int32_t>(base.dtype());
+  desc.padding = padding;
+  const std::size_t rank = shape.size();
+  if (rank == 0 || rank > TAOT_TENSORDESC_MAX_RANK || (strides.size() != 0 && strides.size() != rank) ||
+      (block_shape.size() != 0 && block_shape.size() != rank))
+    return desc;
+  desc.rank = static_cast<std::int32_t>(rank);
+  std::size_t d = 0;
+  for (std::int64_t extent : shape) desc.shape[d++] = extent;
+  d = 0;
+  for (std::int32_t extent : block_shape) desc.block_shape[d++] = extent;
+  if (strides.size() == rank) {
+    d = 0;
+    for (std::int64_t stride : strides) desc.strides[d++] = stride;
+  } else {
+    std::int64_t stride = 1;
+    for (std::size_t r = rank; r-- > 0;) {
+      desc.strides[r] = stride;
+      stride *= desc.shape[r];
+    }
+  }
+  return desc;
+}
+
+// Call-argument values in the C ABI's form, one overload per kind of argument the kernels take.
 inline taot_arg arg(Ptr pointer) noexcept {
   taot_arg value{};
   value.address = pointer.address();
@@ -97,6 +139,19 @@ inline taot_arg arg(taot_ptr pointer) noexcept {
   taot_arg value{};
   value.address = pointer.address;
   value.dtype = pointer.dtype;
+  return value;
+}
+// A descriptor argument refers to `desc`, which must stay alive until the launch call returns.
+inline taot_arg arg(const TensorDesc& desc) noexcept {
+  taot_arg value{};
+  value.tensordesc = &desc;
+  value.dtype = desc.dtype;
+  return value;
+}
+inline taot_arg arg(const TensorDesc* desc) noexcept {
+  taot_arg value{};
+  value.tensordesc = desc;
+  value.dtype = desc != nullptr ? desc->dtype : TAOT_DTYPE_UNKNOWN;
   return value;
 }
 inline taot_arg arg(std::int32_t integer) noexcept {

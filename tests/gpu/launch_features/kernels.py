@@ -37,3 +37,32 @@ def grid_barrier_kernel(counter_ptr, out_ptr, n_programs):
     while seen < n_programs:
         seen = tl.atomic_add(counter_ptr, 0)
     tl.store(out_ptr + tl.program_id(0), seen)
+
+
+@triton.jit
+def host_descriptor_scale_kernel(in_desc, out_desc, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """out = 2 * in through two host-side tensor descriptors (TMA maps the runtime encodes at launch
+    on sm_90): one program per BM x BN block of the M x N tensors (M and N only size the grid);
+    loads past the tensor's edge read the padding, stores past it are dropped."""
+    row, col = tl.program_id(0) * BM, tl.program_id(1) * BN
+    tile = in_desc.load([row, col])
+    out_desc.store([row, col], tile * 2)
+
+
+@triton.jit
+def host_descriptor_block_kernel(in_desc, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    """Copies the descriptor's first BM x BN block, out-of-bounds elements included, to the dense
+    BM x BN array at out_ptr: shows the padding (zeros, or NaN for padding="nan")."""
+    tile = in_desc.load([0, 0])
+    offsets = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + offsets, tile)
+
+
+@triton.jit
+def host_descriptor_sum3d_kernel(in_desc, out_ptr, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr):
+    """out[i, j] = sum over k of the descriptor's [0:B0, 0:B1, 0:B2] block, for a rank-3 descriptor
+    (a transposed view of the tensor, so its strides are not the contiguous ones)."""
+    tile = in_desc.load([0, 0, 0])
+    total = tl.sum(tile.to(tl.float32), axis=2)
+    offsets = tl.arange(0, B0)[:, None] * B1 + tl.arange(0, B1)[None, :]
+    tl.store(out_ptr + offsets, total)

@@ -123,17 +123,17 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   builder.json["kernels"][0]["args"][2]["rank"] = 2;
   const std::string source = render(read())["demo.cpp"];
   EXPECT_THAT(source, HasSubstr("constexpr taot_dtype arg_3_types[] = {TAOT_DTYPE_I32, TAOT_DTYPE_I64};\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"x_ptr\", taot::table::ArgKind::pointer, arg_0_types, 2, false, 0},\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"out_ptr\", taot::table::ArgKind::pointer, arg_2_types, 2, true, 2},\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"flag\", taot::table::ArgKind::bool_scalar, arg_5_types, 1, false, 0},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"x_ptr\", taot::table::ArgKind::pointer, arg_0_types, 2, false, 0, nullptr, 0},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"out_ptr\", taot::table::ArgKind::pointer, arg_2_types, 2, true, 2, nullptr, 0},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"flag\", taot::table::ArgKind::bool_scalar, arg_5_types, 1, false, 0, nullptr, 0},\n"));
   EXPECT_THAT(source, HasSubstr("constexpr std::int64_t field_1_values[] = {TAOT_DTYPE_FP32, TAOT_DTYPE_FP16};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr double field_2_values[] = {1e-06, 0.5};\n"));
   EXPECT_THAT(source, HasSubstr("    {\"EPS\", taot::table::FieldKind::float_value, nullptr, field_2_values, 2, 1},\n"));
   EXPECT_THAT(source, HasSubstr("    {\"BLOCK_SIZE\", taot::table::FieldKind::int_value, field_0_values, nullptr, 2, 1},\n"));
   // Variant 2: fp16, BLOCK_SIZE 256, n_elements == 1 compiled in.
   EXPECT_THAT(source, HasSubstr("constexpr taot::table::ArgSpecialization variant_2_specialization[] = "
-                                "{{TAOT_DTYPE_FP16, 16}, {TAOT_DTYPE_FP16, 16}, {TAOT_DTYPE_FP16, 0}, "
-                                "{TAOT_DTYPE_I64, 1}, {TAOT_DTYPE_FP32, 0}, {TAOT_DTYPE_I1, 0}};\n"));
+                                "{{TAOT_DTYPE_FP16, 16, 0}, {TAOT_DTYPE_FP16, 16, 0}, {TAOT_DTYPE_FP16, 0, 0}, "
+                                "{TAOT_DTYPE_I64, 1, 0}, {TAOT_DTYPE_FP32, 0, 0}, {TAOT_DTYPE_I1, 0, 0}};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t variant_2_config[] = {0, 1, 0, 0};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t variant_2_params[] = {0, 1, 2, 4, 5};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr taot::table::GridInstr variant_2_grid_x[] = {{taot::table::GridOp::arg, 3, "
@@ -143,7 +143,7 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   // The image rows carry the exact cubin sizes and every launch field.
   const std::string cubin = testing::read_file(builder.cubin_path(0, 2, 1));
   EXPECT_THAT(source, HasSubstr("{\"sm_90a\", 90, true, detail::cubin_5, " + std::to_string(cubin.size()) +
-                                ", \"add_kernel\", 2151, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true},\n"));
+                                ", \"add_kernel\", 2151, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0},\n"));
   // Kernels without call arguments or fields use null tables.
   EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1};"));
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, nullptr, 0, taot::Selection::config(nullptr));"));

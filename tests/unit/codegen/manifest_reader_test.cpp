@@ -112,6 +112,74 @@ TEST_F(ManifestReaderTest, RankIsOptionalFromOneToEight) {
   EXPECT_EQ(manifest->kernels[0].args[1].rank, 0);
 }
 
+// Turns add_kernel's x_ptr into a rank-2 tensor descriptor with blocks [64, 32] (variants 0, 1)
+// and [128, 32] (variants 2, 3), with tensordesc_meta on the sm_90a images.
+void make_descriptor(nlohmann::json& kernel) {
+  nlohmann::json& arg = kernel["args"][0];
+  arg["kind"] = "tensordesc";
+  arg["rank"] = 2;
+  arg["blocks"] = {{64, 32}, {128, 32}};
+  for (std::size_t v = 0; v < kernel["variants"].size(); ++v) {
+    nlohmann::json& variant = kernel["variants"][v];
+    nlohmann::json& spec = variant["specialization"][0];
+    spec.erase("align");
+    spec["block"] = v < 2 ? nlohmann::json{64, 32} : nlohmann::json{128, 32};
+    for (nlohmann::json& image : variant["images"]) {
+      if (image["arch"].get<int>() >= 90)
+        image["tensordesc_meta"] = {{{"swizzle", 3}, {"elem_size", 2}, {"elem_type", 6}, {"fp4_padded", false},
+                                     {"block_size", {64, 32}}}};
+    }
+  }
+}
+
+TEST_F(ManifestReaderTest, ReadsTensorDescriptors) {
+  make_descriptor(kernel0);
+  const Expected<Manifest> manifest = read_manifest(builder.write());
+  ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+  const Kernel& kernel = manifest->kernels[0];
+  EXPECT_EQ(kernel.args[0].kind, ArgKind::tensordesc);
+  EXPECT_EQ(kernel.args[0].rank, 2);
+  EXPECT_EQ(kernel.args[0].blocks, (std::vector<std::vector<std::uint32_t>>{{64, 32}, {128, 32}}));
+  EXPECT_EQ(kernel.variants[0].specialization[0].block, 0);
+  EXPECT_EQ(kernel.variants[3].specialization[0].block, 1);
+  for (const Image& image : kernel.variants[0].images) {
+    if (image.arch < 90) {
+      EXPECT_TRUE(image.tensordesc_meta.empty());
+      continue;
+    }
+    ASSERT_EQ(image.tensordesc_meta.size(), 1u);
+    EXPECT_EQ(image.tensordesc_meta[0].swizzle, 3);
+    EXPECT_EQ(image.tensordesc_meta[0].elem_type, 6);
+    EXPECT_EQ(image.tensordesc_meta[0].block_size, (std::vector<std::uint32_t>{64, 32}));
+  }
+}
+
+TEST_F(ManifestReaderTest, RejectsBadTensorDescriptors) {
+  make_descriptor(kernel0);
+  kernel0["args"][0]["rank"] = 6;
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].args[0].rank: expected an unsigned integer of at most 5, got 6"));
+  kernel0["args"][0]["rank"] = 2;
+  kernel0["args"][0]["blocks"] = {{64, 32, 1}};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].args[0].blocks[0]: expected a list of 2 block dims, got an array"));
+  kernel0["args"][0]["blocks"] = {{64, 512}};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].args[0].blocks[0][1]: "));
+  kernel0["args"][0]["blocks"] = {{64, 32}, {64, 32}};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].args[0].blocks[1]: a block shape listed twice"));
+  kernel0["args"][0]["blocks"] = {{64, 32}};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].variants[2].specialization[0].block: [128,32] is not among the "
+                                    "blocks of tensordesc argument x_ptr"));
+  make_descriptor(kernel0);
+  for (nlohmann::json& image : kernel0["variants"][1]["images"]) image.erase("tensordesc_meta");
+  EXPECT_THAT(error_of(), HasSubstr("tensordesc_meta: expected 1 entries (one per tensordesc argument on sm_90 and "
+                                    "newer, none below), got 0"));
+  make_descriptor(kernel0);
+  kernel0["variants"][0]["images"][1]["tensordesc_meta"][0]["elem_size"] = 3;
+  EXPECT_THAT(error_of(), HasSubstr("tensordesc_meta[0].elem_size: expected 1, 2, 4 or 8, got 3"));
+  make_descriptor(kernel0);
+  kernel0["variants"][0]["images"][1]["tensordesc_meta"][0]["block_size"] = {64};
+  EXPECT_THAT(error_of(), HasSubstr("tensordesc_meta[0].block_size: expected a list of 2 block dims"));
+}
+
 TEST_F(ManifestReaderTest, RejectsMissingField) {
   builder.json["kernels"][0]["variants"][1]["images"][0].erase("shared");
   EXPECT_THAT(error_of(), HasSubstr("manifest.json: kernels[0].variants[1].images[0].shared: missing"));

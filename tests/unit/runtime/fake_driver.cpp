@@ -121,6 +121,28 @@ struct FakeEntryPoints {
     }
     return CUDA_ERROR_INVALID_VALUE;
   }
+  static CUresult tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType data_type, cuuint32_t rank,
+                                         void* address, const cuuint64_t* global_dim,
+                                         const cuuint64_t* global_strides, const cuuint32_t* box,
+                                         const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
+                                         CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2_promotion,
+                                         CUtensorMapFloatOOBfill oob_fill) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    if (fake.tensor_map_result != CUDA_SUCCESS) return fake.tensor_map_result;
+    RecordedTensorMap record{data_type, rank, reinterpret_cast<std::uintptr_t>(address),
+                             std::vector<std::uint64_t>(global_dim, global_dim + rank),
+                             std::vector<std::uint64_t>(global_strides, global_strides + (rank - 1)),
+                             std::vector<unsigned>(box, box + rank),
+                             std::vector<unsigned>(element_strides, element_strides + rank),
+                             interleave, swizzle, l2_promotion, oob_fill,
+                             reinterpret_cast<std::uintptr_t>(map) % 64 == 0};
+    std::memset(map, 0, sizeof(*map));
+    const std::uint64_t mark = RecordedTensorMap::kTensorMapMark + fake.tensor_maps_.size();
+    std::memcpy(map, &mark, sizeof(mark));
+    fake.tensor_maps_.push_back(std::move(record));
+    return CUDA_SUCCESS;
+  }
   static CUresult record_launch(RecordedLaunch launch, void** params) {
     FakeDriver& fake = driver();
     for (std::size_t p = 0; p < fake.params_per_launch; ++p) {
@@ -175,6 +197,7 @@ FakeDriver::FakeDriver(std::size_t param_count_hint) : params_per_launch(param_c
   api_.cuLaunchKernelEx = &FakeEntryPoints::launch_kernel_ex;
   api_.cuMemAllocAsync = &FakeEntryPoints::mem_alloc_async;
   api_.cuMemFreeAsync = &FakeEntryPoints::mem_free_async;
+  api_.cuTensorMapEncodeTiled = &FakeEntryPoints::tensor_map_encode_tiled;
   active_driver = this;
   current = nullptr;
   driver::install_for_testing(&api_);
@@ -225,6 +248,11 @@ std::vector<std::pair<std::uintptr_t, int>> FakeDriver::non_portable_cluster_fun
 std::vector<RecordedAllocation> FakeDriver::allocations() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return allocations_;
+}
+
+std::vector<RecordedTensorMap> FakeDriver::tensor_maps() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tensor_maps_;
 }
 
 void FakeDriver::set_capturing(CUstream stream, bool capturing) {

@@ -33,6 +33,24 @@ struct RecordedAllocation {
   CUstream freed_on = nullptr;
 };
 
+// One cuTensorMapEncodeTiled call. The fake writes kTensorMapMark + (its index in tensor_maps())
+// into the map's first 8 bytes, so that a recorded launch shows which map it was given.
+struct RecordedTensorMap {
+  static constexpr std::uint64_t kTensorMapMark = 0x7e50000000000000ull;
+  CUtensorMapDataType data_type;
+  unsigned rank;
+  std::uint64_t address;
+  std::vector<std::uint64_t> global_dim;      // innermost first
+  std::vector<std::uint64_t> global_strides;  // bytes, rank - 1 entries
+  std::vector<unsigned> box;
+  std::vector<unsigned> element_strides;
+  CUtensorMapInterleave interleave;
+  CUtensorMapSwizzle swizzle;
+  CUtensorMapL2promotion l2_promotion;
+  CUtensorMapFloatOOBfill oob_fill;
+  bool map_aligned;                           // the map was 64-byte aligned
+};
+
 // Installs itself as the driver on construction and restores the real one on destruction.
 // One at a time. Contexts are numbered from 1; context N lives on device N-1.
 class FakeDriver {
@@ -54,18 +72,22 @@ class FakeDriver {
   std::vector<std::pair<std::uintptr_t, int>> shared_attributes() const;  // (function, bytes) set
   std::vector<std::pair<std::uintptr_t, int>> non_portable_cluster_functions() const;  // (function, value) set
   std::vector<RecordedAllocation> allocations() const;  // cuMemAllocAsync calls, in order
+  std::vector<RecordedTensorMap> tensor_maps() const;   // cuTensorMapEncodeTiled calls, in order
   int synchronizations() const { return synchronizations_.load(); }
   // Streams that report CU_STREAM_CAPTURE_STATUS_ACTIVE from cuStreamIsCapturing.
   void set_capturing(CUstream stream, bool capturing);
 
   CUresult launch_result = CUDA_SUCCESS;       // what cuLaunchKernel returns
   CUresult load_result = CUDA_SUCCESS;         // what cuModuleLoadData returns
+  CUresult tensor_map_result = CUDA_SUCCESS;   // what cuTensorMapEncodeTiled returns
   int load_delay_us = 0;                       // widens race windows in concurrency tests
   int static_shared_bytes = 0;                 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES of every function
   std::size_t params_per_launch;               // how many parameters to record
 
   // Makes the driver look older than CUDA 12.0: no cuLaunchKernelEx.
   void drop_launch_kernel_ex() { api_.cuLaunchKernelEx = nullptr; }
+  // Makes the driver lack cuTensorMapEncodeTiled (older than CUDA 12.0).
+  void drop_tensor_map_encode() { api_.cuTensorMapEncodeTiled = nullptr; }
 
   static FakeDriver* active();
   const driver::Api& api() const { return api_; }
@@ -87,6 +109,7 @@ class FakeDriver {
   std::vector<std::pair<std::uintptr_t, int>> shared_attributes_;
   std::vector<std::pair<std::uintptr_t, int>> cluster_attributes_;
   std::vector<RecordedAllocation> allocations_;
+  std::vector<RecordedTensorMap> tensor_maps_;
   std::set<CUstream> capturing_;
   std::atomic<int> synchronizations_{0};
   std::atomic<int> total_loads_{0};

@@ -12,10 +12,10 @@ const std::int64_t kWarps[] = {4, 8};
 }  // namespace
 
 AddKernelTable::AddKernelTable(std::uint32_t shared_bytes, bool drop_fp16_unaligned) {
-  args_ = {{"x_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1},
-           {"y_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1},
-           {"output_ptr", table::ArgKind::pointer, kPointerTypes, 2, true, 1},
-           {"n_elements", table::ArgKind::int_scalar, kIntTypes, 2, false, 0}};
+  args_ = {{"x_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1, nullptr, 0},
+           {"y_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1, nullptr, 0},
+           {"output_ptr", table::ArgKind::pointer, kPointerTypes, 2, true, 1, nullptr, 0},
+           {"n_elements", table::ArgKind::int_scalar, kIntTypes, 2, false, 0, nullptr, 0}};
   fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 2, 1},
              {"num_warps", table::FieldKind::int_value, kWarps, nullptr, 2, 0}};
   const std::pair<taot_dtype, std::uint8_t> n_choices[] = {
@@ -37,8 +37,8 @@ AddKernelTable::AddKernelTable(std::uint32_t shared_bytes, bool drop_fp16_unalig
                              std::to_string(n_hint) + "_B" + std::to_string(kBlocks[block]) + "_w" +
                              std::to_string(kWarps[warps]);
             strings_.push_back(id);
-            specializations_.push_back({{dtype, fact.align[0]}, {dtype, fact.align[1]}, {dtype, fact.align[2]},
-                                        {n_type, n_hint}});
+            specializations_.push_back({{dtype, fact.align[0], 0}, {dtype, fact.align[1], 0}, {dtype, fact.align[2], 0},
+                                        {n_type, n_hint, 0}});
             configs_.push_back({block, warps});
             params_.push_back(n_hint == 1 ? std::vector<std::uint16_t>{0, 1, 2}
                                           : std::vector<std::uint16_t>{0, 1, 2, 3});
@@ -57,8 +57,8 @@ AddKernelTable::AddKernelTable(std::uint32_t shared_bytes, bool drop_fp16_unalig
             const void* cubin90 = cubins_.back().data();
             const auto num_warps = static_cast<std::uint16_t>(kWarps[warps]);
             images_.push_back({
-                {"sm_80", 80, false, cubin80, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false},
-                {"sm_90", 90, true, cubin90, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false},
+                {"sm_80", 80, false, cubin80, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0},
+                {"sm_90", 90, true, cubin90, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0},
             });
             table::Variant variant{};
             variant.id = strings_.back().c_str();

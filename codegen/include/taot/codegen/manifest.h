@@ -31,20 +31,25 @@ std::optional<DType> dtype_from_name(std::string_view name) noexcept;
 // The C ABI enumerator, e.g. "TAOT_DTYPE_FP32".
 std::string_view dtype_enumerator(DType dtype) noexcept;
 
-enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar, constexpr_value };
+enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar, tensordesc, constexpr_value };
+
+// Tensor descriptors have 1 to 5 dimensions (TMA's limit); block dims are 1 to 256 elements.
+inline constexpr std::size_t kMaxTensordescRank = 5;
 
 // One parameter of the @triton.jit function, in order.
 struct Arg {
   std::string name;
   ArgKind kind = ArgKind::pointer;
-  // pointer: the element dtypes some variant accepts ("dtypes", manifest order); int: i32 and/or
-  // i64 ("types"); float: exactly one of fp32, fp64; bool: {i1}; constexpr: empty.
+  // pointer, tensordesc: the element dtypes some variant accepts ("dtypes", manifest order); int:
+  // i32 and/or i64 ("types"); float: exactly one of fp32, fp64; bool: {i1}; constexpr: empty.
   std::vector<DType> types;
-  // pointer: the kernel writes through it ("output", default false).
+  // pointer, tensordesc: the kernel writes through it ("output", default false).
   bool output = false;
   // pointer: the number of dimensions an array passed from Python must have ("rank", 1 to 8;
-  // absent or 0: any).
+  // absent or 0: any). tensordesc: the descriptor's rank (1 to 5), the length of every block.
   std::uint8_t rank = 0;
+  // tensordesc: the distinct block shapes the variants compiled ("blocks"), outermost dim first.
+  std::vector<std::vector<std::uint32_t>> blocks;
 
   // Constexpr parameters are compiled in; every other parameter is a call argument.
   bool is_call_argument() const noexcept { return kind != ArgKind::constexpr_value; }
@@ -65,10 +70,24 @@ struct ConfigField {
 
 // How one variant was specialized for one call argument. pointer: `type` is the element dtype,
 // `hint` 16 (16-byte aligned) or 0; int: `type` i32/i64, `hint` 1 (==1), 16 (%16==0) or 0;
-// float/bool: the scalar type, `hint` 0.
+// float/bool: the scalar type, `hint` 0; tensordesc: `type` the element dtype, `block` the index
+// of the variant's block shape in the argument's `blocks`.
 struct ArgSpecialization {
   DType type = DType::i32;
   std::uint8_t hint = 0;
+  std::uint16_t block = 0;
+};
+
+// Triton's tensordesc_meta entry for one descriptor argument of an sm_90+ image: how its TMA map
+// must be encoded. `elem_type` is the device-side (PTX) data type number Triton reports;
+// `block_size` the box, which may be smaller than the argument's block (split by swizzle width or
+// cluster); `swizzle` a CUtensorMapSwizzle value.
+struct TensordescMeta {
+  std::uint8_t swizzle = 0;
+  std::uint8_t elem_size = 1;
+  std::uint8_t elem_type = 0;
+  bool fp4_padded = false;
+  std::vector<std::uint32_t> block_size;
 };
 
 enum class GridOp : std::uint8_t { literal, arg, add, sub, mul, div, mod, cdiv, min, max, neg };
@@ -106,6 +125,9 @@ struct Image {
   std::array<std::uint32_t, 3> cluster_dims = {1, 1, 1};
   std::uint64_t tmem_size = 0;
   std::optional<std::uint32_t> maxnreg;
+  // One entry per tensordesc call argument in order on sm_90+ (TMA maps); empty below sm_90, where
+  // Triton passes descriptors as pointer, shape and strides.
+  std::vector<TensordescMeta> tensordesc_meta;
   std::map<std::string, std::string> artifacts;  // stage ("ttir", "ptx", ...) -> path as written
 };
 

@@ -1,0 +1,46 @@
+// Host-side tensor descriptors at launch: the checks a taot_tensordesc must pass, and the kernel
+// parameters Triton 3.6 compiled the argument into. On sm_90 images (with tensordesc metadata) a
+// descriptor becomes a 128-byte CUtensorMap passed by value, then its shape as i32 and its strides
+// as i64; below sm_90 it becomes the base pointer, shape and strides as i64, a padding flag (i1),
+// then shape as i32 and strides as i64 again.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "taot/driver_api.h"
+#include "taot/kernel_table.h"
+#include "taot/status.h"
+
+namespace taot::detail {
+
+// The values one descriptor argument passes, kept alive until the launch call returns.
+struct TensordescParams {
+  alignas(64) CUtensorMap map;  // the driver requires 64-byte alignment
+  std::uint64_t base;
+  std::int64_t shape64[TAOT_TENSORDESC_MAX_RANK];
+  std::int64_t strides[TAOT_TENSORDESC_MAX_RANK];
+  std::int32_t shape32[TAOT_TENSORDESC_MAX_RANK];
+  std::uint8_t nan_padding;
+};
+
+// How many kernel parameters a descriptor of `rank` takes in an image with (`with_map`) or without
+// TMA maps.
+constexpr std::size_t tensordesc_param_count(std::size_t rank, bool with_map) noexcept {
+  return with_map ? 1 + 2 * rank : 2 + 4 * rank;
+}
+
+// Checks `desc` for argument `arg` (rank, alignment, shape and stride limits) and fills `out` for
+// an image with TMA map `meta` (null: no TMA), encoding the map with cuTensorMapEncodeTiled. Then
+// stores pointers to the values, in the kernel's parameter order, at `params` (which has room for
+// tensordesc_param_count entries). Errors name the argument and the offending value.
+Status build_tensordesc_params(const driver::Api& api, const table::Arg& arg, const taot_tensordesc& desc,
+                               const table::TensordescMeta* meta, TensordescParams& out, void** params);
+
+// Triton's device-side TMA data type number (tensordesc_meta's elem_type) as the host's
+// CUtensorMapDataType: equal except 8 -> 10, 9 -> 8, 10 -> 9.
+CUtensorMapDataType host_tensor_map_type(std::uint8_t device_elem_type) noexcept;
+
+}  // namespace taot::detail
