@@ -130,6 +130,18 @@ else
   fail "persistent matmul tests and benchmark not run (no module)"
 fi
 
+# ---------------------------------------------------------------------------------------------------
+step "TMA matmul: taot build with the Python module"
+build examples/tma_matmul/tma_matmul.toml tma_matmul && tma_matmul_built=1 || tma_matmul_built=0
+
+step "TMA matmul through the taot module, against cuBLAS and Triton JIT; benchmark vs cuBLAS"
+if [ $tma_matmul_built = 1 ]; then
+  run_tests tma_matmul "$work/tma_matmul/build" test_tma_matmul_spec.py test_tma_matmul_gpu.py
+  grep -E "^\[tma matmul\]" "$work/tma_matmul_tests.log"
+else
+  fail "TMA matmul tests and benchmark not run (no module)"
+fi
+
 echo
 echo "GPU examples finished with $failures failure(s)"
 exit $((failures > 0))

@@ -76,7 +76,7 @@ def test_launch_feature_kernels_carry_their_launch_needs(run_taot, tmp_path):
 
 @pytest.mark.parametrize("spec", ["softmax/softmax.toml", "layer_norm/layer_norm.toml", "matmul/matmul.toml",
                                   "matmul/matmul_fp8.toml", "fused_moe/fused_moe.toml",
-                                  "persistent_matmul/persistent_matmul.toml"])
+                                  "persistent_matmul/persistent_matmul.toml", "tma_matmul/tma_matmul.toml"])
 def test_every_example_spec_compiles(run_taot, tmp_path, spec):
     """Each example's spec compiles for its targets here, without a GPU (the GPU suite runs them)."""
     result = run_taot("build", REPO / "examples" / spec, "-o", tmp_path / "out", "-j", os.cpu_count() or 2, "--quiet",
