@@ -309,8 +309,8 @@ TENSORDESC_EXPECTED = ('a descriptor type "tensordesc<DTYPE[B0, B1, ...]>": a dt
 def _tensordesc_arg(node, index, param, typevars):
     """A host-side tensor descriptor: `type = "tensordesc<T[BLOCK_M, BLOCK_K]>"` (the element type and
     the block shape the kernel loads and stores; the tensor's shape and strides are call values)."""
-    for key in ("align", "hint", "rank"):
-        _no_extra_keys(node, (key,), "tensordesc arguments (the block gives the rank; TMA needs 16-byte alignment)")
+    _no_extra_keys(node, ("align", "hint", "rank"),
+                   "tensordesc arguments (the block gives the rank; TMA needs 16-byte alignment)")
     type_node = node.key("type")
     match = TENSORDESC_TYPE.fullmatch(type_node.value.strip())
     if match is None:

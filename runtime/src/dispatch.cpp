@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "tensordesc.h"
+
 namespace taot::detail {
 namespace {
 
@@ -93,12 +95,6 @@ std::string request_text(const table::ConfigField& field, const FieldRequest& re
     case table::FieldKind::dtype_value: return dtype_name(static_cast<DType>(request.integer));
     default: return std::to_string(request.integer);
   }
-}
-
-std::string block_text(const std::uint32_t* dims, std::size_t rank) {
-  std::string text = "[";
-  for (std::size_t d = 0; d < rank; ++d) text += (d ? ", " : "") + std::to_string(dims[d]);
-  return text + "]";
 }
 
 std::string hex(std::uint64_t value) {
@@ -300,7 +296,7 @@ std::string DispatchIndex::describe_value(std::size_t arg_index, const taot_arg&
       if (block_fact(arg, *desc) == arg.block_count) return text;
       std::uint32_t block[TAOT_TENSORDESC_MAX_RANK] = {};
       for (std::uint8_t d = 0; d < arg.rank; ++d) block[d] = static_cast<std::uint32_t>(desc->block_shape[d]);
-      return text + " with block_shape " + block_text(block, arg.rank);
+      return text + " with block_shape " + dims_text(block, arg.rank);
     }
     default: return arg.name;
   }
@@ -317,7 +313,7 @@ std::string DispatchIndex::compiled_choices(std::size_t arg_index, const std::ve
     std::string choice = dtype_name(static_cast<DType>(spec.type));
     if (arg.kind == ArgKind::pointer) choice += spec.hint == 16 ? " align 16" : " any alignment";
     if (arg.kind == ArgKind::int_scalar) choice += spec.hint == 1 ? " ==1" : spec.hint == 16 ? " %16==0" : " any value";
-    if (arg.kind == ArgKind::tensordesc) choice += " block " + block_text(arg.blocks + std::size_t{spec.block} * arg.rank, arg.rank);
+    if (arg.kind == ArgKind::tensordesc) choice += " block " + dims_text(arg.blocks + std::size_t{spec.block} * arg.rank, arg.rank);
     if (std::find(choices.begin(), choices.end(), choice) == choices.end()) choices.push_back(choice);
   }
   std::string text;

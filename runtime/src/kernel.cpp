@@ -32,12 +32,20 @@ struct LoadedFunction {
 };
 
 struct KernelState {
-  explicit KernelState(DispatchIndex dispatch_index, std::size_t variant_count)
-      : index(std::move(dispatch_index)), functions(new std::atomic<LoadedFunction*>[variant_count]) {
-    for (std::size_t v = 0; v < variant_count; ++v) functions[v].store(nullptr, std::memory_order_relaxed);
+  KernelState(DispatchIndex dispatch_index, const table::KernelTable& table)
+      : index(std::move(dispatch_index)),
+        functions(new std::atomic<LoadedFunction*>[table.variant_count]),
+        descriptor_ordinal(table.arg_count, 0) {
+    for (std::size_t v = 0; v < table.variant_count; ++v) functions[v].store(nullptr, std::memory_order_relaxed);
+    for (std::size_t a = 0; a < table.arg_count; ++a)
+      if (table.args[a].kind == table::ArgKind::tensordesc) descriptor_ordinal[a] = descriptor_count++;
   }
   DispatchIndex index;
   std::unique_ptr<std::atomic<LoadedFunction*>[]> functions;  // per variant
+  // Per call argument, its number among the descriptor arguments (the index of its entry in an
+  // image's tensordesc_meta); meaningful for descriptors only.
+  std::vector<std::uint16_t> descriptor_ordinal;
+  std::uint16_t descriptor_count = 0;
 };
 
 namespace {
@@ -182,6 +190,42 @@ Expected<LoadedFunction*> function_for(const driver::Api& api, KernelState& stat
   return loaded;
 }
 
+// The parameters of `variant` for a kernel with descriptor arguments: each descriptor expanded
+// into what `image` takes (a TMA map, shape and strides on sm_90; Triton's decomposition below),
+// the other call arguments read in place, then the two scratch pointers. The values live in this
+// thread's storage until its next such launch, which the driver has copied them by.
+Expected<void**> descriptor_params(const driver::Api& api, const KernelState& state, const table::KernelTable& table,
+                                   const table::Variant& variant, const table::Image& image, const taot_arg* args,
+                                   CUdeviceptr* global_scratch, CUdeviceptr* profile_scratch) {
+  thread_local std::vector<void*> params;
+  thread_local std::vector<TensordescParams> descriptors;
+  const bool with_maps = image.tensordesc_count > 0;
+  std::size_t param_count = 2;
+  for (std::uint16_t p = 0; p < variant.param_count; ++p) {
+    const table::Arg& arg = table.args[variant.params[p]];
+    param_count += arg.kind == table::ArgKind::tensordesc ? tensordesc_param_count(arg.rank, with_maps) : 1;
+  }
+  if (params.size() < param_count) params.resize(param_count);
+  if (descriptors.size() < state.descriptor_count) descriptors.resize(state.descriptor_count);
+  std::size_t next = 0;
+  for (std::uint16_t p = 0; p < variant.param_count; ++p) {
+    const std::uint16_t a = variant.params[p];
+    const table::Arg& arg = table.args[a];
+    if (arg.kind != table::ArgKind::tensordesc) {
+      params[next++] = const_cast<taot_arg*>(&args[a]);
+      continue;
+    }
+    const std::uint16_t ordinal = state.descriptor_ordinal[a];
+    const table::TensordescMeta* meta = with_maps ? &image.tensordescs[ordinal] : nullptr;
+    Status built = build_tensordesc_params(api, arg, *args[a].tensordesc, meta, descriptors[ordinal], &params[next]);
+    if (!built.ok()) return built;
+    next += tensordesc_param_count(arg.rank, with_maps);
+  }
+  params[next++] = global_scratch;
+  params[next] = profile_scratch;
+  return params.data();
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -206,7 +250,7 @@ Expected<detail::KernelState*> Kernel::state() {
   if (detail::KernelState* state = state_.load(std::memory_order_acquire)) return state;
   Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(*table_);
   if (!index.ok()) return std::move(index).take_status();
-  auto* built = new detail::KernelState(std::move(index).value(), table_->variant_count);
+  auto* built = new detail::KernelState(std::move(index).value(), *table_);
   detail::KernelState* expected = nullptr;
   if (!state_.compare_exchange_strong(expected, built, std::memory_order_acq_rel)) {
     delete built;
@@ -285,56 +329,28 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
     if (image.profile_scratch_size > 0) profile_scratch = *buffer + layout->profile_offset;
   }
   // Parameters: the call arguments in the variant's order, read in place from the caller's
-  // taot_arg unions, except descriptors, which expand into the values this image takes; then the
-  // two scratch pointers.
-  const bool with_maps = image.tensordesc_count > 0;
-  std::size_t param_count = 2;
-  std::size_t descriptor_count = 0;
-  for (std::uint16_t p = 0; p < variant.param_count; ++p) {
-    const table::Arg& arg = table_->args[variant.params[p]];
-    if (arg.kind != table::ArgKind::tensordesc) {
-      ++param_count;
-    } else {
-      param_count += detail::tensordesc_param_count(arg.rank, with_maps);
-      ++descriptor_count;
-    }
-  }
+  // taot_arg unions, then the two scratch pointers. Kernels with descriptor arguments take the
+  // expanded parameters instead (built per launch, off this path for all other kernels).
   constexpr std::size_t kInlineParams = 64;
   void* inline_params[kInlineParams];
   std::vector<void*> heap_params;
   void** params = inline_params;
-  if (param_count > kInlineParams) {
-    heap_params.resize(param_count);
-    params = heap_params.data();
-  }
-  constexpr std::size_t kInlineDescriptors = 4;
-  detail::TensordescParams inline_descriptors[kInlineDescriptors];
-  std::vector<detail::TensordescParams> heap_descriptors;
-  detail::TensordescParams* descriptors = inline_descriptors;
-  if (descriptor_count > kInlineDescriptors) {
-    heap_descriptors.resize(descriptor_count);
-    descriptors = heap_descriptors.data();
-  }
-  std::size_t next_param = 0, next_descriptor = 0;
-  for (std::uint16_t p = 0; p < variant.param_count; ++p) {
-    const std::uint16_t a = variant.params[p];
-    const table::Arg& arg = table_->args[a];
-    if (arg.kind != table::ArgKind::tensordesc) {
-      params[next_param++] = const_cast<taot_arg*>(&args[a]);
-      continue;
+  if ((*state)->descriptor_count > 0) {
+    Expected<void**> expanded = detail::descriptor_params(*api, **state, *table_, variant, image, args,
+                                                          &global_scratch, &profile_scratch);
+    if (!expanded.ok()) return std::move(expanded).take_status().with_context(detail::variant_name(index, variant));
+    params = *expanded;
+  } else {
+    const std::size_t param_count = variant.param_count + 2u;
+    if (param_count > kInlineParams) {
+      heap_params.resize(param_count);
+      params = heap_params.data();
     }
-    // Descriptors are numbered in argument order among all call arguments, as tensordesc_meta is.
-    std::size_t meta_index = 0;
-    for (std::uint16_t earlier = 0; earlier < a; ++earlier)
-      meta_index += table_->args[earlier].kind == table::ArgKind::tensordesc;
-    const table::TensordescMeta* meta = with_maps ? &image.tensordescs[meta_index] : nullptr;
-    Status built = detail::build_tensordesc_params(*api, arg, *args[a].tensordesc, meta,
-                                                   descriptors[next_descriptor++], params + next_param);
-    if (!built.ok()) return std::move(built).with_context(detail::variant_name(index, variant));
-    next_param += detail::tensordesc_param_count(arg.rank, with_maps);
+    for (std::uint16_t p = 0; p < variant.param_count; ++p)
+      params[p] = const_cast<taot_arg*>(&args[variant.params[p]]);
+    params[variant.param_count] = &global_scratch;
+    params[variant.param_count + 1] = &profile_scratch;
   }
-  params[next_param++] = &global_scratch;
-  params[next_param] = &profile_scratch;
 
   const bool with_attributes = detail::needs_launch_attributes(image);
   const auto launch_with = [&](const detail::LoadedFunction& target) {

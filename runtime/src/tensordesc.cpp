@@ -12,13 +12,6 @@ namespace {
 constexpr std::int64_t kMaxShape = std::numeric_limits<std::int32_t>::max();  // passed as i32
 constexpr std::int64_t kMaxStrideBytes = std::int64_t{1} << 40;                // TMA's limit
 
-template <class T>
-std::string list_text(const T* values, std::size_t count) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < count; ++i) text += (i ? ", " : "") + std::to_string(values[i]);
-  return text + "]";
-}
-
 Status invalid(const table::Arg& arg, const std::string& problem) {
   return Status::error(TAOT_INVALID_ARGUMENT, std::string("argument ") + arg.name + ": " + problem);
 }
@@ -36,19 +29,19 @@ Status check(const table::Arg& arg, const taot_tensordesc& desc) {
   for (std::size_t d = 0; d < rank; ++d) {
     if (desc.shape[d] < 1 || desc.shape[d] > kMaxShape)
       return invalid(arg, "shape[" + std::to_string(d) + "] = " + std::to_string(desc.shape[d]) +
-                              " is outside 1 to 2147483647 (shape " + list_text(desc.shape, rank) + ")");
+                              " is outside 1 to 2147483647 (shape " + dims_text(desc.shape, rank) + ")");
   }
   if (desc.strides[rank - 1] != 1)
     return invalid(arg, "strides[" + std::to_string(rank - 1) + "] = " + std::to_string(desc.strides[rank - 1]) +
                             "; the innermost dim must be contiguous (stride 1; strides " +
-                            list_text(desc.strides, rank) + ")");
+                            dims_text(desc.strides, rank) + ")");
   for (std::size_t d = 0; d + 1 < rank; ++d) {
     const std::int64_t stride = desc.strides[d];
     const bool in_range = stride > 0 && stride < kMaxStrideBytes / static_cast<std::int64_t>(element);
     if (!in_range || (stride * static_cast<std::int64_t>(element)) % 16 != 0)
       return invalid(arg, "strides[" + std::to_string(d) + "] = " + std::to_string(stride) + " elements of " +
                               std::to_string(element) + " bytes; TMA needs a positive multiple of 16 bytes below 2^40 "
-                              "(strides " + list_text(desc.strides, rank) + ")");
+                              "(strides " + dims_text(desc.strides, rank) + ")");
   }
   if (desc.padding != TAOT_PADDING_ZERO && desc.padding != TAOT_PADDING_NAN)
     return invalid(arg, "padding " + std::to_string(desc.padding) + " is neither TAOT_PADDING_ZERO nor TAOT_PADDING_NAN");
@@ -120,8 +113,8 @@ Status build_tensordesc_params(const driver::Api& api, const table::Arg& arg, co
   if (result != CUDA_SUCCESS)
     return driver::call_error(api, "cuTensorMapEncodeTiled", result)
         .with_context(std::string("argument ") + arg.name + " (" + dtype_name(static_cast<DType>(desc.dtype)) +
-                      ", shape " + list_text(desc.shape, rank) + ", strides " + list_text(desc.strides, rank) +
-                      ", box " + list_text(meta->box, rank) + ", swizzle " + std::to_string(meta->swizzle) +
+                      ", shape " + dims_text(desc.shape, rank) + ", strides " + dims_text(desc.strides, rank) +
+                      ", box " + dims_text(meta->box, rank) + ", swizzle " + std::to_string(meta->swizzle) +
                       (out.nan_padding ? ", NaN padding" : "") + ")");
   std::size_t p = 0;
   params[p++] = &out.map;

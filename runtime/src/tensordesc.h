@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "taot/driver_api.h"
 #include "taot/kernel_table.h"
@@ -25,6 +26,14 @@ struct TensordescParams {
   std::int32_t shape32[TAOT_TENSORDESC_MAX_RANK];
   std::uint8_t nan_padding;
 };
+
+// "[64, 32]": `count` dims (a block, a box, a shape, strides) for messages.
+template <class T>
+std::string dims_text(const T* dims, std::size_t count) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < count; ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
 
 // How many kernel parameters a descriptor of `rank` takes in an image with (`with_map`) or without
 // TMA maps.

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "taot/runtime.h"
+#include "tensordesc.h"
 
 namespace taot {
 namespace {
@@ -42,12 +43,8 @@ std::string VariantInfo::describe() const {
     if (arg.kind == table::ArgKind::pointer && spec.hint == 16) text += " align 16";
     if (arg.kind == table::ArgKind::int_scalar && spec.hint == 16) text += " %16";
     if (arg.kind == table::ArgKind::int_scalar && spec.hint == 1) text += " ==1";
-    if (arg.kind == table::ArgKind::tensordesc) {
-      const std::uint32_t* block = arg.blocks + std::size_t{spec.block} * arg.rank;
-      text += " block [";
-      for (std::uint8_t d = 0; d < arg.rank; ++d) text += (d ? ", " : "") + std::to_string(block[d]);
-      text += "]";
-    }
+    if (arg.kind == table::ArgKind::tensordesc)
+      text += " block " + detail::dims_text(arg.blocks + std::size_t{spec.block} * arg.rank, arg.rank);
   }
   text += ";";
   for (std::size_t f = 0; f < table_->field_count; ++f) {

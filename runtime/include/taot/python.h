@@ -567,23 +567,21 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
     values = heap_values.data();
   }
   detail::LaunchSite site;
+  // Descriptor arguments' values: the first few here, the rest in a vector sized once (so that
+  // `values` may point into both).
   constexpr std::size_t kInlineDescriptors = 4;
   taot_tensordesc inline_descriptors[kInlineDescriptors];
-  std::vector<taot_tensordesc> heap_descriptors;
-  taot_tensordesc* descriptors = inline_descriptors;
-  std::size_t descriptor_count = 0;
-  for (std::size_t a = 0; a < table.arg_count; ++a) descriptor_count += table.args[a].kind == table::ArgKind::tensordesc;
-  if (descriptor_count > kInlineDescriptors) {
-    heap_descriptors.resize(descriptor_count);
-    descriptors = heap_descriptors.data();
-  }
+  std::vector<taot_tensordesc> more_descriptors;
   for (std::size_t a = 0, d = 0; a < table.arg_count; ++a) {
     const table::Arg& arg = table.args[a];
     if (arg.kind == table::ArgKind::pointer) {
       values[a] = detail::pointer_arg(table, a, args[a], site);
     } else if (arg.kind == table::ArgKind::tensordesc) {
-      detail::descriptor_arg(table, arg, args[a], site, descriptors[d]);
-      values[a] = taot::arg(descriptors[d++]);
+      if (d == kInlineDescriptors) more_descriptors.resize(table.arg_count);
+      taot_tensordesc& desc = d < kInlineDescriptors ? inline_descriptors[d] : more_descriptors[d - kInlineDescriptors];
+      ++d;
+      detail::descriptor_arg(table, arg, args[a], site, desc);
+      values[a] = taot::arg(desc);
     } else {
       values[a] = detail::scalar_arg(table, arg, args[a]);
     }
