@@ -41,7 +41,9 @@ def plan_jobs(library, outdir):
         for variant in library.variants[kernel.name]:
             inputs = job_module.variant_inputs(kernel, variant)
             hashes[variant.id] = job_module.variant_hash(inputs)
-            for target in library.targets:
+            for target in kernel.targets:
+                if target.name not in variant.targets:
+                    continue
                 options = _parsed_options(library, kernel, variant, target, backends, parsed_options)
                 planned.append(job_module.Job(
                     variant_id=variant.id, target=target.name, capability=target.capability,
@@ -52,7 +54,7 @@ def plan_jobs(library, outdir):
 
 
 def _parsed_options(library, kernel, variant, target, backends, cache):
-    options = {name: variant.config[name] for name in kernel.options}
+    options = job_module.variant_options(kernel, variant)
     key = (target.capability, tuple(sorted(options.items())))
     if key not in cache:
         try:

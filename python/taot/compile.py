@@ -20,6 +20,8 @@ def parse_arguments(argv):
     parser.add_argument("--target", action="extend", nargs="+", metavar="TARGET", dest="targets",
                         help="compile for these targets instead of the spec's (e.g. --target sm_90 sm_80)")
     parser.add_argument("--list", action="store_true", help="print the variant ids and exit without compiling")
+    parser.add_argument("--max-variants", type=int, metavar="N", default=10000,
+                        help="refuse a spec that makes more than N variants in all (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     arguments = parser.parse_args(argv)
@@ -27,6 +29,8 @@ def parse_arguments(argv):
         parser.error("-o OUTDIR is required (unless --list)")
     if arguments.jobs < 1:
         parser.error("-j must be at least 1")
+    if arguments.max_variants < 1:
+        parser.error("--max-variants must be at least 1")
     if arguments.targets:
         arguments.targets = [name for value in arguments.targets for name in value.split(",") if name]
     return arguments
@@ -50,7 +54,10 @@ def main(argv=None):
 def _run(arguments):
     start = time.perf_counter()
     from .spec import load_spec
-    library = load_spec(Path(arguments.spec), label=arguments.spec, target_override=arguments.targets)
+    library = load_spec(Path(arguments.spec), label=arguments.spec, target_override=arguments.targets,
+                        max_variants=arguments.max_variants)
+    if not arguments.quiet and not arguments.json:
+        _print_counts(library, sys.stderr)
     if arguments.list:
         return _list(library, arguments)
     from .build import build
@@ -64,19 +71,32 @@ def _run(arguments):
     return 0
 
 
+def _print_counts(library, stream):
+    """Per kernel, before anything is compiled: its variants, targets, the unfiltered product and
+    its largest dimensions."""
+    for kernel in library.kernels:
+        summary = library.summaries[kernel.name]
+        targets = ", ".join(target.name for target in kernel.targets)
+        print(f"{kernel.name}: {summary.count} variants for {targets} (of {summary.combinations:,} combinations; "
+              f"largest dimensions: {summary.largest()}; enumerated in {summary.seconds:.2f}s)", file=stream)
+        for note in kernel.notes:
+            print(f"{kernel.name}: note: {note}", file=stream)
+
+
 def _list(library, arguments):
     kernels = {kernel.name: [variant.id for variant in library.variants[kernel.name]] for kernel in library.kernels}
     total = sum(len(ids) for ids in kernels.values())
+    jobs = sum(len(variant.targets) for variants in library.variants.values() for variant in variants)
     targets = [target.name for target in library.targets]
     if arguments.json:
-        print(json.dumps({"library": library.name, "targets": targets, "kernels": kernels}, indent=2))
+        print(json.dumps({"library": library.name, "targets": targets, "kernels": kernels, "compile_jobs": jobs},
+                         indent=2))
         return 0
     for ids in kernels.values():
         for variant_id in ids:
             print(variant_id)
     per_kernel = ", ".join(f"{name} {len(ids)}" for name, ids in kernels.items())
-    print(f"{total} variants ({per_kernel}) x {len(targets)} targets ({', '.join(targets)}) = "
-          f"{total * len(targets)} compile jobs")
+    print(f"{total} variants ({per_kernel}) for {len(targets)} targets ({', '.join(targets)}) = {jobs} compile jobs")
     return 0
 
 

@@ -3,8 +3,17 @@ import ast
 
 from .checks import describe
 
-WHERE_CALLS = {"min": min, "max": max, "abs": abs}
-ARG_ATTRIBUTES = ("dtype", "type", "align", "hint")
+def next_power_of_2(value):
+    """The smallest power of two >= value (1 for values below 1), as triton.next_power_of_2."""
+    return 1 if value < 1 else 1 << (int(value) - 1).bit_length()
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+WHERE_CALLS = {"min": min, "max": max, "abs": abs, "next_power_of_2": next_power_of_2, "cdiv": cdiv}
+ARG_ATTRIBUTES = ("dtype", "type", "align", "hint", "none")
 
 _WHERE_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd,
                 ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod,
@@ -14,17 +23,6 @@ _WHERE_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.No
 
 class ExpressionProblem(Exception):
     """An expression outside its language; the message says why."""
-
-
-class ArgView:
-    """What a `where` filter sees of a non-constexpr argument in one variant."""
-    __slots__ = ("dtype", "type", "align", "hint")
-
-    def __init__(self, dtype, type, align=None, hint=None):
-        self.dtype = dtype
-        self.type = type
-        self.align = align
-        self.hint = hint
 
 
 def _parse(text):
@@ -37,18 +35,21 @@ def _parse(text):
 # ---- where filters ----
 
 class Filter:
-    """A checked `where` expression, evaluated per variant."""
+    """A checked `where` expression. `slots` lists what it reads, each ("value", name) or
+    ("attr", argument, attribute); `holds(values)` evaluates it with values[i] for slots[i]."""
 
-    def __init__(self, text, code):
+    def __init__(self, text, slots, function):
         self.text = text
-        self.code = code
+        self.slots = slots
+        self.function = function
 
-    def holds(self, namespace):
-        return bool(eval(self.code, {"__builtins__": {}}, dict(WHERE_CALLS, **namespace)))
+    def holds(self, values):
+        return bool(self.function(values))
 
 
 def parse_where(text, value_names, arg_names):
-    """Check a filter: only `value_names` (plain values) and `arg_names` (ArgView objects) may appear."""
+    """Check a filter: only `value_names` (plain values) and `arg_names` (arguments, read through
+    their attributes) may appear. The filter is compiled to a function of its slot values."""
     tree = _parse(text)
     call_targets = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     literal_lists = _literal_lists_after_in(tree)
@@ -57,9 +58,43 @@ def parse_where(text, value_names, arg_names):
         if isinstance(node, ast.Name) and node.id in WHERE_CALLS and id(node) not in call_targets \
                 and node.id not in value_names and node.id not in arg_names:
             raise ExpressionProblem(f"{node.id} may only be called, as in {node.id}(a, b)")
+        if isinstance(node, ast.Name) and node.id in arg_names and not _is_attribute_base(tree, node):
+            raise ExpressionProblem(f"argument {node.id} is used without an attribute "
+                                    f"({', '.join(node.id + '.' + name for name in ARG_ATTRIBUTES)})")
         if isinstance(node, (ast.List, ast.Tuple)) and id(node) not in literal_lists:
             raise ExpressionProblem("lists and tuples are allowed only after `in` / `not in`, holding literals")
-    return Filter(text, compile(tree, "<where>", "eval"))
+    slots = []
+    body = _SlotRewriter(slots, call_targets).visit(tree.body)
+    function = eval(compile(ast.fix_missing_locations(ast.Expression(
+        ast.Lambda(ast.arguments([], [ast.arg("_slots")], None, [], [], None, []), body))), "<where>", "eval"),
+        {"__builtins__": {}, **WHERE_CALLS})
+    return Filter(text, tuple(slots), function)
+
+
+def _is_attribute_base(tree, name_node):
+    return any(isinstance(node, ast.Attribute) and node.value is name_node for node in ast.walk(tree))
+
+
+class _SlotRewriter(ast.NodeTransformer):
+    """Names and argument attributes become _slots[i]; calls keep their function names."""
+
+    def __init__(self, slots, call_targets):
+        self.slots = slots
+        self.call_targets = call_targets
+
+    def _slot(self, key, node):
+        if key not in self.slots:
+            self.slots.append(key)
+        index = self.slots.index(key)
+        return ast.copy_location(ast.Subscript(ast.Name("_slots", ast.Load()), ast.Constant(index), ast.Load()), node)
+
+    def visit_Name(self, node):
+        if id(node) in self.call_targets:
+            return node
+        return self._slot(("value", node.id), node)
+
+    def visit_Attribute(self, node):
+        return self._slot(("attr", node.value.id, node.attr), node)
 
 
 def _literal_lists_after_in(tree):
@@ -88,26 +123,129 @@ def _check_where_node(node, value_names, arg_names):
             raise ExpressionProblem(f"unknown attribute .{node.attr} (arguments have {', '.join(ARG_ATTRIBUTES)})")
     if isinstance(node, ast.Call):
         if not (isinstance(node.func, ast.Name) and node.func.id in WHERE_CALLS) or node.keywords:
-            raise ExpressionProblem("calls other than min(...), max(...) and abs(...) are not allowed")
+            raise ExpressionProblem("calls other than min(...), max(...), abs(...), next_power_of_2(...) and "
+                                    "cdiv(...) are not allowed")
     if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str, bool)):
         raise ExpressionProblem(f"constant {node.value!r} is not allowed")
+
+
+# ---- launch-time rules (heuristics) ----
+
+RULE_CALLS = {"next_power_of_2": 1, "cdiv": 2, "min": 2, "max": 2, "abs": 1}
+_RULE_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd,
+               ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Compare, ast.Eq, ast.NotEq,
+               ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.IfExp, ast.Name, ast.Load, ast.Constant,
+               ast.Call)
+
+
+class Rule:
+    """A checked launch-time rule: `text` in canonical form, the `names` it reads, and whether its
+    value is a bool (a comparison, `is None`, and/or/not)."""
+
+    def __init__(self, text, names, is_bool):
+        self.text = text
+        self.names = names
+        self.is_bool = is_bool
+
+
+def parse_rule(text, scalar_names, pointer_names, field_names):
+    """Check a rule over scalar call arguments, config fields, and pointers tested with `is None` /
+    `is not None`; functions next_power_of_2, cdiv, min, max, abs."""
+    tree = _parse(text)
+    names = []
+    for node in ast.walk(tree):
+        if not isinstance(node, _RULE_NODES):
+            raise ExpressionProblem(f"{type(node).__name__} syntax is not allowed in a rule")
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id in RULE_CALLS) or node.keywords \
+                    or len(node.args) != RULE_CALLS[node.func.id]:
+                raise ExpressionProblem("the only calls are " + ", ".join(
+                    f"{name}({', '.join('ab'[:count])})" for name, count in RULE_CALLS.items()))
+        elif isinstance(node, ast.Compare):
+            for op, left, right in zip(node.ops, [node.left] + node.comparators, node.comparators):
+                is_test = isinstance(op, (ast.Is, ast.IsNot))
+                if is_test != (isinstance(right, ast.Constant) and right.value is None and
+                               isinstance(left, ast.Name) and left.id in pointer_names):
+                    raise ExpressionProblem("`is` / `is not` only test a pointer against None, as in "
+                                            "bias_ptr is None")
+        elif isinstance(node, ast.Name) and not _is_call_name(tree, node):
+            if node.id in pointer_names and not _is_none_test(tree, node):
+                raise ExpressionProblem(f"pointer {node.id} can only be tested with `is None` / `is not None`")
+            if node.id not in scalar_names and node.id not in pointer_names and node.id not in field_names:
+                known = ", ".join(sorted(set(scalar_names) | set(pointer_names) | set(field_names))) or "none"
+                raise ExpressionProblem(f"unknown name {node.id} (known: {known})")
+            if node.id not in names:
+                names.append(node.id)
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, str)) \
+                and node.value is not None:
+            raise ExpressionProblem(f"constant {node.value!r} is not allowed")
+    return Rule(ast.unparse(tree.body), tuple(names), _is_bool(tree.body))
+
+
+def rule_as_filter(field, rule):
+    """The filter `field == (rule)` for a rule that reads only config fields and pointers' None-ness
+    (known per variant): variants where the rule would pick another value cannot be launched by it.
+    Pointer tests `x is None` become `x.none`."""
+    tree = _parse(rule.text)
+
+    class NoneTests(ast.NodeTransformer):
+        def visit_Compare(self, node):
+            if isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+                test = ast.Attribute(ast.Name(node.left.id, ast.Load()), "none", ast.Load())
+                return test if isinstance(node.ops[0], ast.Is) else ast.UnaryOp(ast.Not(), test)
+            return self.generic_visit(node)
+
+    return f"{field} == ({ast.unparse(NoneTests().visit(tree.body))})"
+
+
+def _is_call_name(tree, name_node):
+    return any(isinstance(node, ast.Call) and node.func is name_node for node in ast.walk(tree))
+
+
+def _is_none_test(tree, name_node):
+    return any(isinstance(node, ast.Compare) and node.left is name_node and
+               all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) for node in ast.walk(tree))
+
+
+def _is_bool(node):
+    if isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+        return True
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.IfExp):
+        return _is_bool(node.body) and _is_bool(node.orelse)
+    return False
 
 
 # ---- grid ----
 
 GRID_CALLS = ("cdiv", "min", "max")
+# Facts of the launching device a grid may use (unless an argument or field has the name).
+DEVICE_FACTS = ("num_sms",)
 _GRID_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "div", ast.Mod: "mod"}
 
 
 def parse_grid(value, arg_names, value_names):
     """Check one grid entry (an int or an expression string) and return its AST.
 
-    arg_names: int arguments (kept symbolic); value_names: int constexprs and options (folded)."""
+    arg_names: int arguments (kept symbolic); value_names: int constexprs and options (folded);
+    other names in DEVICE_FACTS are read from the device at launch."""
     if isinstance(value, int) and not isinstance(value, bool):
         return ast.Constant(value)
     tree = _parse(value).body
-    _check_grid_node(tree, arg_names, value_names)
-    return tree
+    facts = [name for name in DEVICE_FACTS if name not in arg_names and name not in value_names]
+    _check_grid_node(tree, list(arg_names) + facts, value_names)
+    return _DeviceFacts(facts).visit(tree)
+
+
+class _DeviceFacts(ast.NodeTransformer):
+    """Device-fact names become zero-argument calls, which fold to their own grid op."""
+
+    def __init__(self, facts):
+        self.facts = facts
+
+    def visit_Name(self, node):
+        return ast.Call(ast.Name(node.id, ast.Load()), [], []) if node.id in self.facts else node
 
 
 def _check_grid_node(node, arg_names, value_names):
@@ -129,7 +267,8 @@ def _check_grid_node(node, arg_names, value_names):
     elif isinstance(node, ast.Call):
         if not (isinstance(node.func, ast.Name) and node.func.id in GRID_CALLS) or node.keywords \
                 or len(node.args) != 2:
-            raise ExpressionProblem("the only calls are cdiv(a, b), min(a, b) and max(a, b)")
+            raise ExpressionProblem("the only calls are cdiv(a, b), min(a, b) and max(a, b); the device's "
+                                    "multiprocessor count is num_sms")
         for argument in node.args:
             _check_grid_node(argument, arg_names, value_names)
     else:
@@ -162,6 +301,8 @@ def _fold(node, values, ones):
         return -operand if isinstance(operand, int) else operand + [{"op": "neg"}]
     if isinstance(node, ast.BinOp):
         return _combine(_GRID_BINARY[type(node.op)], _fold(node.left, values, ones), _fold(node.right, values, ones))
+    if not node.args:  # a device fact
+        return [{"op": node.func.id}]
     return _combine(node.func.id, _fold(node.args[0], values, ones), _fold(node.args[1], values, ones))
 
 

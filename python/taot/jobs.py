@@ -46,11 +46,14 @@ def variant_inputs(kernel, variant):
     signature, constexprs, attrs = {}, {}, {}
     config = variant.config
     bindings = {binding.name: binding for binding in variant.bindings}
-    for arg in kernel.args:
+    for arg in kernel.parameters():
         binding = bindings.get(arg.name)
         if binding is None:
             signature[arg.name] = "constexpr"
             constexprs[arg.name] = {"dtype": config[arg.name]} if arg.kind == DTYPE else config[arg.name]
+        elif binding.none:  # a pointer passed as None: Triton compiles it as a constexpr None
+            signature[arg.name] = "constexpr"
+            constexprs[arg.name] = None
         elif binding.kind == INT and binding.hint == 1:
             signature[arg.name] = "constexpr"
             constexprs[arg.name] = 1
@@ -58,10 +61,16 @@ def variant_inputs(kernel, variant):
             signature[arg.name] = binding.triton_type
             if binding.align == 16 or binding.hint == 16:
                 attrs[str(arg.index)] = [["tt.divisibility", 16]]
-    options = {name: config[name] for name in kernel.options}
+    options = variant_options(kernel, variant)
     return {"format": INPUTS_FORMAT, "triton_version": triton.__version__, "function": kernel.function,
             "cache_key": kernel.cache_key, "signature": signature, "constexprs": constexprs, "attrs": attrs,
             "options": options}
+
+
+def variant_options(kernel, variant):
+    """The Triton options a variant sets: its option fields, including a constexpr named like an
+    option, which gets the value too (as with Triton's JIT)."""
+    return {field.name: variant.config[field.name] for field in kernel.config if field.is_option}
 
 
 def variant_hash(inputs):

@@ -1,7 +1,9 @@
-# Import a kernel's Python file by path and find its @triton.jit function (main process and pool workers).
+# Import a kernel's Python file by path and find its @triton.jit function, possibly wrapped in
+# @triton.autotune / @triton.heuristics (main process and pool workers).
 import hashlib
 from pathlib import Path
 
+from .decorators import unwrap
 from .pyfile import PythonFileError, import_file, module_name_for
 
 # (resolved path, content digest) -> module, so a file edited between builds is imported afresh.
@@ -37,35 +39,39 @@ def import_source(path):
 
 
 def jit_function_names(module):
-    from triton.runtime.jit import JITFunction
-    return sorted(name for name, value in vars(module).items() if isinstance(value, JITFunction))
+    return sorted(name for name, value in vars(module).items() if _is_kernel(value))
 
 
-def find_jit_function(module, name, source_label):
-    """The @triton.jit function `name` of `module`; SourceProblem when absent or not a JIT function."""
-    from triton.runtime.jit import JITFunction
+def _is_kernel(value):
+    try:
+        return unwrap(value) is not None
+    except Exception:  # a decorator taot refuses still names a kernel
+        return True
+
+
+def find_kernel(module, name, source_label):
+    """The kernel `name` of `module` as a decorators.Decorated: the @triton.jit function and the
+    @triton.autotune / @triton.heuristics around it. SourceProblem when absent or not a kernel;
+    decorators.DecoratorProblem for a decorator taot cannot take."""
     value = getattr(module, name, None)
     if value is None:
         names = jit_function_names(module)
         has = ", ".join(names) if names else "none"
         raise SourceProblem(f"a @triton.jit function of {source_label} (it has: {has})",
                             f'"{name}", which it does not define')
-    if not isinstance(value, JITFunction):
-        raise SourceProblem("the name of a @triton.jit function",
-                            f'"{name}", which is {_kind_of(value)}')
-    return value
+    decorated = unwrap(value)
+    if decorated is None:
+        raise SourceProblem("the name of a @triton.jit function", f'"{name}", which is {_kind_of(value)}')
+    return decorated
 
 
 def _kind_of(value):
     kind = type(value).__name__
-    if kind in ("Autotuner", "Heuristics"):
-        decorator = "@triton.autotune" if kind == "Autotuner" else "@triton.heuristics"
-        return f"wrapped in {decorator} (taot enumerates configs itself: remove the decorator)"
     if callable(value):
         return "a plain Python function, not @triton.jit" if kind == "function" else f"a {kind}, not @triton.jit"
     return f"a {kind}, not a function"
 
 
 def load_function(path, name):
-    """Import `path` and return its JIT function `name` (used by pool workers)."""
-    return find_jit_function(import_source(path), name, Path(path).name)
+    """Import `path` and return the @triton.jit function of kernel `name` (used by pool workers)."""
+    return find_kernel(import_source(path), name, Path(path).name).jit

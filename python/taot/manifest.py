@@ -9,7 +9,7 @@ from .jobs import IR_STAGES, artifact_names
 from .model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER, TENSORDESC
 
 SCHEMA = "taot.manifest"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def relative(path, base):
@@ -38,16 +38,22 @@ def build_manifest(library, outdir, variant_hashes):
 
 def _kernel(library, kernel, outdir, variant_hashes):
     variants = library.variants[kernel.name]
-    return {
+    entry = {
         "name": kernel.name,
         "function": kernel.function,
         "source": relative(kernel.source, outdir),
         "source_hash": hashlib.sha256(kernel.cache_key.encode()).hexdigest(),
+        "targets": [target.name for target in kernel.targets],
         "grid": list(kernel.grid_text),
         "args": [_arg(arg, variants) for arg in kernel.args],
         "config": [_config_field(field, variants) for field in kernel.config],
         "variants": [_variant(library, kernel, variant, outdir, variant_hashes[variant.id]) for variant in variants],
     }
+    if kernel.tuning_key:
+        entry["tuning_key"] = list(kernel.tuning_key)
+    if kernel.heuristics:
+        entry["heuristics"] = [{"field": field, "expression": rule.text} for field, rule in kernel.heuristics]
+    return entry
 
 
 def _used_types(arg, variants):
@@ -61,6 +67,8 @@ def _arg(arg, variants):
         entry = {"name": arg.name, "kind": POINTER, "dtypes": _used_types(arg, variants), "output": arg.output}
         if arg.rank is not None:
             entry["rank"] = arg.rank
+        if any(binding.none for variant in variants for binding in variant.bindings if binding.name == arg.name):
+            entry["none"] = True
         return entry
     if arg.kind == TENSORDESC:
         blocks = []
@@ -71,7 +79,10 @@ def _arg(arg, variants):
         return {"name": arg.name, "kind": TENSORDESC, "dtypes": _used_types(arg, variants), "output": arg.output,
                 "rank": len(arg.block), "blocks": blocks}
     if arg.kind in (INT, FLOAT):
-        return {"name": arg.name, "kind": arg.kind, "types": _used_types(arg, variants)}
+        entry = {"name": arg.name, "kind": arg.kind, "types": _used_types(arg, variants)}
+        if arg.launch_only:
+            entry["launch_only"] = True
+        return entry
     if arg.kind == BOOL:
         return {"name": arg.name, "kind": BOOL}
     return {"name": arg.name, "kind": CONSTEXPR}
@@ -95,15 +106,20 @@ def _variant(library, kernel, variant, outdir, variant_hash):
         "hash": variant_hash,
         "specialization": [_specialization(binding) for binding in variant.bindings],
         "config": dict(variant.config),
-        "params": [binding.name for binding in variant.bindings if binding.hint != 1],
+        "params": [binding.name for binding in variant.bindings
+                   if binding.hint != 1 and not binding.none and not binding.launch_only],
         "grid": [list(program) for program in variant.grid],
-        "images": [_image(outdir, variant, kernel.function, target) for target in library.targets],
+        "images": [_image(outdir, variant, kernel.function, target) for target in kernel.targets
+                   if target.name in variant.targets],
     }
 
 
 def _specialization(binding):
     if binding.kind == POINTER:
-        return {"arg": binding.name, "dtype": binding.type, "align": binding.align}
+        entry = {"arg": binding.name, "dtype": binding.type, "align": binding.align}
+        if binding.none:
+            entry["none"] = True
+        return entry
     if binding.kind == TENSORDESC:
         return {"arg": binding.name, "dtype": binding.type, "block": list(binding.block)}
     if binding.kind == INT:

@@ -4,11 +4,14 @@ from pathlib import Path
 
 # Argument kinds. "constexpr" and "dtype" arguments are compile-time values and become config fields.
 POINTER, INT, FLOAT, BOOL, CONSTEXPR, DTYPE = "pointer", "int", "float", "bool", "constexpr", "dtype"
+STRING = "string"  # the kind of a config field whose values are strings (ACTIVATION = "leaky_relu")
 TENSORDESC = "tensordesc"  # a host-side tensor descriptor (Triton's TensorDescriptor)
 RUNTIME_KINDS = (POINTER, INT, FLOAT, BOOL, TENSORDESC)
 
 ALIGN_ANY = "any"
 HINT_NONE = "none"
+# The align choice of a pointer passed as None (Triton then compiles it as a constexpr None).
+POINTER_NONE = "None"
 
 
 @dataclass(frozen=True)
@@ -21,8 +24,14 @@ class ArgSpec:
     int/float/bool: `choices` are scalar types (i32, i64 / fp32, fp64 / i1), ints have `hints` ⊆ (1, 16, "none");
     constexpr: `choices` are values; dtype: `choices` are dtype names. `output`: the kernel writes
     through this pointer (declared in the spec; torch custom ops mark it as mutated); `rank`: the
-    number of dimensions an array passed from Python must have (None: any).
-    When `typevar` is set, the choices follow that type variable instead of varying on their own."""
+    number of dimensions an array passed from Python must have (None: any); `none`: variants with
+    this pointer None are compiled too (its aligns then end in POINTER_NONE).
+    When `typevar` is set, the choices follow that type variable instead of varying on their own.
+    `launch_only`: an int the grid and launch-time rules read that the function does not take (it
+    follows the function's parameters). `value_source`: where a constexpr's value comes from when
+    it does not vary on its own: "configs" (the config entries; `choices` lists their values),
+    "option" (a constexpr named like an option takes the option's values) or "heuristic" (an
+    undescribed constexpr a bool heuristic computes: False and True)."""
     name: str
     index: int
     kind: str
@@ -33,6 +42,9 @@ class ArgSpec:
     output: bool = False
     rank: int = None
     block: tuple = ()
+    none: bool = False
+    launch_only: bool = False
+    value_source: str = None
 
     @property
     def is_runtime(self):
@@ -41,12 +53,15 @@ class ArgSpec:
 
 @dataclass(frozen=True)
 class ConfigField:
-    """A compile-time choice the caller can name at launch: a constexpr argument or an option."""
+    """A compile-time choice the caller can name at launch: a constexpr argument, an option, or both
+    (a constexpr parameter named like an option gets the option's value, as with Triton's JIT)."""
     name: str
-    kind: str        # int | float | bool | dtype
-    values: tuple    # as listed in the spec
+    kind: str        # int | float | bool | dtype | string
+    values: tuple    # every value a variant may have, in spec order
     default: object
     is_option: bool
+    is_constexpr: bool = False
+    default_given: bool = True  # False: taot chose the default (the first config entry that survives)
 
 
 @dataclass(frozen=True)
@@ -59,20 +74,41 @@ class KernelSpec:
     grid: tuple             # three checked ASTs (see expressions.parse_grid)
     where: tuple            # expressions.Filter objects
     typevars: dict          # name -> tuple of dtype names, in spec order
-    args: tuple             # ArgSpec per function parameter, in order
-    options: dict           # option name -> tuple of values, in spec order
+    args: tuple             # ArgSpec per function parameter, in order, then the launch-only arguments
+    options: dict           # option name -> OptionValues, for options varied on their own (spec order)
     config: tuple           # ConfigField: constexpr args in order, then options
     key: str = "kernel[0]"  # key path in the spec, for messages
+    targets: tuple = ()     # targets.Target this kernel is compiled for
+    configs: tuple = ()     # config entries (dicts field -> value): @triton.autotune's, then the spec's
+    tuning_key: tuple = ()  # names whose values key tuned tables
+    heuristics: tuple = ()  # (field, expressions.Rule) in evaluation order
+    notes: tuple = ()       # what taot does not carry ahead of time (autotune pruning, pre_hooks)
 
     def runtime_args(self):
         return [arg for arg in self.args if arg.is_runtime]
+
+    def parameters(self):
+        """The function's parameters (the arguments without the launch-only ones)."""
+        return [arg for arg in self.args if not arg.launch_only]
+
+
+@dataclass(frozen=True)
+class OptionValues:
+    """The values of an option varied on its own: `values` for every target, or per target name
+    (`per_target`, when the spec gives a table such as { sm_80 = 2, sm_90 = [3, 4] })."""
+    values: tuple
+    per_target: dict = None
+
+    def for_target(self, target_name):
+        return self.values if self.per_target is None else self.per_target[target_name]
 
 
 @dataclass(frozen=True)
 class LibrarySpec:
     name: str
-    targets: tuple          # targets.Target, in spec order
+    targets: tuple          # targets.Target of every kernel together, in spec order
     kernels: tuple          # KernelSpec
     path: Path              # absolute path of the spec file
     label: str              # the spec file as named on the command line, for messages
-    variants: dict = field(default_factory=dict)  # kernel name -> list of variants.Variant
+    variants: dict = field(default_factory=dict)   # kernel name -> list of variants.Variant
+    summaries: dict = field(default_factory=dict)  # kernel name -> variants.Summary

@@ -5,12 +5,13 @@ import keyword
 import re
 from pathlib import Path
 
-from . import kernel_source, variants
+from . import decorators, kernel_source, variants
 from .checks import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
-from .expressions import ExpressionProblem, parse_grid, parse_where
-from .model import (ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, TENSORDESC, ArgSpec,
-                    ConfigField, KernelSpec, LibrarySpec)
+from .errors import SpecError
+from .expressions import ExpressionProblem, parse_grid, parse_rule, parse_where, rule_as_filter
+from .model import (ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, STRING,
+                    TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues)
 from .spec_file import read_spec_file
 from .targets import accepted_target_names, parse_target
 
@@ -24,13 +25,18 @@ KERNEL_KEYS = {
     "function": "the @triton.jit function's name", "grid": "1 to 3 grid expressions",
     "where": "a list of filter expressions", "types": "a table of type variables",
     "args": "a table describing every parameter of the function", "options": "a table of Triton options",
-    "default": "a table giving the default config",
+    "default": "a table giving the default config", "targets": "the targets of this kernel (default: the library's)",
+    "configs": "a list of configs, tables of constexpr and option values (as triton.Config)",
+    "tuning_key": "the names whose values key tuned tables (default: @triton.autotune's key)",
+    "heuristics": "a table of launch-time rules: FIELD = \"expression\" (as @triton.heuristics)",
+    "launch_args": "a table of int arguments the grid uses that the function does not take",
 }
 ARG_KEYS = {"type": 'a type such as "*fp32", "*T", "i32" or "tensordesc<T[BLOCK_M, BLOCK_K]>"', "align": '16 and/or "any"',
             "hint": '1, 16 and/or "none"', "constexpr": "a list of compile-time values",
             "dtype": "a list of dtype names or a type variable",
             "output": "true when the kernel writes through this pointer or descriptor",
-            "rank": "the number of dimensions arrays given from Python must have (pointers)"}
+            "rank": "the number of dimensions arrays given from Python must have (pointers)",
+            "none": "true to also compile variants where this pointer is None (pointers)"}
 ALIGN_VALUES = (16, ALIGN_ANY)
 HINT_VALUES = (1, 16, HINT_NONE)
 MAX_RANK = 8
@@ -40,16 +46,24 @@ MAX_TENSORDESC_RANK = 5  # TMA tensor maps have 1 to 5 dimensions
 OPTION_KINDS = {"num_warps": INT, "num_stages": INT, "num_ctas": INT, "maxnreg": INT,
                 "enable_fp_fusion": BOOL, "enable_reflect_ftz": BOOL, "launch_cooperative_grid": BOOL,
                 "launch_pdl": BOOL, "debug": BOOL, "sanitize_overflow": BOOL}
+# Triton's values of the options a config entry may leave out (triton.Config's and CUDAOptions').
+OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "enable_fp_fusion": True,
+                   "enable_reflect_ftz": True, "launch_cooperative_grid": False, "launch_pdl": False,
+                   "debug": False, "sanitize_overflow": True}
+# Names a `where` filter may use besides the kernel's own: the target being compiled for.
+TARGET_NAMES = ("target", "arch")
+DEFAULT_MAX_VARIANTS = 10000
 
 
-def load_spec(path, label=None, target_override=None):
-    """Read, validate and enumerate the spec at `path`; raises SpecError naming file, key, expectation."""
+def load_spec(path, label=None, target_override=None, max_variants=DEFAULT_MAX_VARIANTS):
+    """Read, validate and enumerate the spec at `path`; raises SpecError naming file, key, expectation
+    (variants.TooManyVariants when the spec makes more than `max_variants`)."""
     label = label or str(path)
     raw = read_spec_file(path, label)
-    return validate_spec(raw, Path(path).resolve(), label, target_override)
+    return validate_spec(raw, Path(path).resolve(), label, target_override, max_variants)
 
 
-def validate_spec(raw, path, label, target_override=None):
+def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_MAX_VARIANTS):
     root = Node(label, "", raw).table("a table with [library] and [[kernel]]", ROOT_KEYS, required=ROOT_KEYS)
     library = root.key("library").table("a [library] table", LIBRARY_KEYS, required=("name",) + (
         () if target_override else ("targets",)))
@@ -61,13 +75,20 @@ def validate_spec(raw, path, label, target_override=None):
     kernel_nodes = _kernel_list(root.key("kernel"))
     kernels = []
     for node in kernel_nodes:
-        kernel = _kernel(node, path.parent)
+        kernel = _kernel(node, path.parent, targets, bool(target_override))
         _check_unique_kernel(kernel, kernels, node)
         kernels.append(kernel)
-    spec = LibrarySpec(name, tuple(targets), tuple(kernels), path, label)
-    enumerated = {kernel.name: variants.enumerate_variants(kernel, label) for kernel in kernels}
+    enumerated, summaries = {}, {}
+    for index, kernel in enumerate(kernels):
+        budget = max_variants - sum(len(found) for found in enumerated.values())
+        result = variants.enumerate_variants(kernel, label, budget, max_variants)
+        kernels[index] = result.kernel
+        enumerated[kernel.name] = result.variants
+        summaries[kernel.name] = result.summary
     variants.check_unique_ids(enumerated, label)
-    return dataclasses.replace(spec, variants=enumerated)
+    used = {target.name for kernel in kernels for target in kernel.targets}
+    return LibrarySpec(name, tuple(target for target in targets if target.name in used), tuple(kernels), path,
+                       label, variants=enumerated, summaries=summaries)
 
 
 def _identifier(node, expected):
@@ -107,7 +128,7 @@ def _check_unique_kernel(kernel, kernels, node):
                                          f'"{kernel.name}", also the name of {earlier.key}')
 
 
-def _kernel(node, spec_folder):
+def _kernel(node, spec_folder, library_targets, targets_overridden):
     node.table("a [[kernel]] table", KERNEL_KEYS, required=("source", "grid"))
     if not node.key("name").present() and not node.key("function").present():
         raise node.key("name").missing("a kernel name (or a function name)")
@@ -116,18 +137,32 @@ def _kernel(node, spec_folder):
     function_node = node.key("function") if node.key("function").present() else name_node
     function = _identifier(function_node, "a function name that is an identifier")
     source = _source_path(node.key("source"), spec_folder)
-    jit_function = _jit_function(node, source, function_node)
+    decorated = _decorated_function(node, source, function_node)
+    jit_function = decorated.jit
+    targets = library_targets if targets_overridden or not node.key("targets").present() \
+        else _targets(node.key("targets"))
     typevars = _typevars(node.key("types"))
-    args = _args(node.key("args"), jit_function, typevars)
+    entries = _config_entries(node, decorated, jit_function)
+    heuristic_nodes = _heuristic_texts(node, decorated)
+    args = _args(node.key("args"), jit_function, typevars, entries, heuristic_nodes)
+    args += _launch_args(node.key("launch_args"), args)
     _check_tensordesc_blocks(node.key("args"), args)
     _check_typevars_used(node.key("types"), typevars, args)
-    options = _options(node.key("options"), args, typevars)
-    fields = _config_fields(node.key("default"), args, options)
+    options = _options(node.key("options"), args, typevars, targets)
+    defaults = {param.name: getattr(param.default, "value", param.default) for param in jit_function.params
+                if param.default is not inspect.Parameter.empty}
+    entries = _complete_entries(entries, args, options, defaults)
+    fields = _config_fields(node.key("default"), args, options, entries, heuristic_nodes, targets, defaults)
+    heuristics = _heuristics(heuristic_nodes, args, fields)
     grid_text, grid = _grid(node.key("grid"), args, fields)
     where = _where(node.key("where"), args, fields, typevars)
+    where += _heuristic_filters(node, heuristics, args, fields, typevars)
+    tuning_key = _tuning_key(node, decorated, args, fields)
     return KernelSpec(name=name, function=function, source=source, cache_key=jit_function.cache_key,
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
-                      options=options, config=fields, key=node.path)
+                      options=options, config=fields, key=node.path, targets=tuple(targets),
+                      configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics,
+                      notes=_notes(decorated))
 
 
 def _source_path(node, spec_folder):
@@ -139,15 +174,27 @@ def _source_path(node, spec_folder):
     return source
 
 
-def _jit_function(kernel_node, source, function_node):
+def _decorated_function(kernel_node, source, function_node):
     try:
         module = kernel_source.import_source(source)
     except kernel_source.SourceProblem as problem:
         raise kernel_node.key("source").error(problem.expected, problem.got) from None
     try:
-        return kernel_source.find_jit_function(module, function_node.value, source.name)
-    except kernel_source.SourceProblem as problem:
+        return kernel_source.find_kernel(module, function_node.value, source.name)
+    except (kernel_source.SourceProblem, decorators.DecoratorProblem) as problem:
         raise function_node.error(problem.expected, problem.got) from None
+
+
+def _notes(decorated):
+    """What the decorators ask for that happens at run time in Triton and not ahead of time."""
+    notes = []
+    autotune = decorated.autotune
+    if autotune is not None:
+        if autotune.pruning:
+            notes.append(f"@triton.autotune prune_configs_by ({', '.join(autotune.pruning)}) prunes at run time; "
+                         "taot compiles every config")
+        notes += list(autotune.notes)
+    return tuple(notes)
 
 
 # ---- type variables ----
@@ -182,25 +229,50 @@ def _check_typevars_used(node, typevars, args):
 
 # ---- arguments ----
 
-def _args(node, jit_function, typevars):
+def _args(node, jit_function, typevars, entries, heuristic_nodes):
     if node.present() and not isinstance(node.value, dict):
         raise node.error("a table describing the function's parameters")
     described = node.value or {}
     names = list(jit_function.arg_names)
     for name in described:
         if name not in names:
-            raise node.key(name).error(f"a parameter of {jit_function.__name__}: " + ", ".join(names),
+            raise node.key(name).error(f"a parameter of {jit_function.__name__}: " + ", ".join(names) +
+                                       " (int arguments the function does not take go in launch_args)",
                                        "an unknown argument")
     args = []
     for index, param in enumerate(jit_function.params):
         if param.name in described:
             args.append(_arg(node.key(param.name), index, param, typevars))
         else:
-            args.append(_undescribed_arg(node.key(param.name), index, param, jit_function.__name__))
+            args.append(_undescribed_arg(node.key(param.name), index, param, jit_function.__name__, entries,
+                                         heuristic_nodes))
     return args
 
 
-def _undescribed_arg(node, index, param, function):
+def _undescribed_arg(node, index, param, function, entries, heuristic_nodes):
+    """A parameter the spec does not describe: set by config entries, computed by a bool heuristic,
+    named like an option, or a constexpr with a default."""
+    configured = [(position, entry_node, entry) for position, (entry_node, entry) in enumerate(entries)
+                  if param.name in entry]
+    if configured and param.is_constexpr:
+        values = []
+        for _, _, entry in configured:
+            if not any(type(entry[param.name]) is type(seen) and entry[param.name] == seen for seen in values):
+                values.append(entry[param.name])
+        dtypes = [isinstance(value, DTypeValue) for value in values]
+        if any(dtypes) and not all(dtypes):
+            raise configured[0][1].key(param.name).error(f"dtypes for {param.name} in every config, or none",
+                                                         describe([str(value) for value in values]))
+        if not all(dtypes) and len({_constexpr_kind(value) for value in values}) > 1:
+            raise configured[0][1].key(param.name).error(f"values of one type for {param.name} in every config",
+                                                         describe(values))
+        if all(dtypes):
+            return ArgSpec(param.name, index, DTYPE, tuple(str(value) for value in values), value_source="configs")
+        return ArgSpec(param.name, index, CONSTEXPR, tuple(values), value_source="configs")
+    if param.name in heuristic_nodes and param.is_constexpr:
+        return ArgSpec(param.name, index, CONSTEXPR, (False, True), value_source="heuristic")
+    if param.name in OPTION_KINDS and param.is_constexpr:
+        return ArgSpec(param.name, index, CONSTEXPR, (), value_source="option")  # values: see _options
     if not (param.is_constexpr and param.default is not inspect.Parameter.empty):
         raise node.missing(f"a description of parameter {param.name} of {function} "
                            "(every parameter without a constexpr default needs one)")
@@ -209,9 +281,13 @@ def _undescribed_arg(node, index, param, function):
     if dtype is not None:
         return ArgSpec(param.name, index, DTYPE, (dtype,))
     if _constexpr_kind(value) is None:
-        raise node.missing(f"a description of {param.name}: its default {value!r} is not an int, float, bool or "
-                           "dtype, so taot cannot record it")
+        raise node.missing(f"a description of {param.name}: its default {value!r} is not an int, float, bool, "
+                           "string or dtype, so taot cannot record it")
     return ArgSpec(param.name, index, CONSTEXPR, (value,))
+
+
+class DTypeValue(str):
+    """A dtype given in a config entry as a triton.language dtype (a str: its spec name)."""
 
 
 def _dtype_from_triton(value):
@@ -231,10 +307,10 @@ def _arg(node, index, param, typevars):
         raise node.key("type").error(
             f"constexpr = [...] or dtype = [...] ({param.name} is tl.constexpr in the function)")
     if given[0] == "constexpr":
-        _no_extra_keys(node, ("align", "hint", "output", "rank"), "constexpr arguments")
+        _no_extra_keys(node, ("align", "hint", "output", "rank", "none"), "constexpr arguments")
         return ArgSpec(param.name, index, CONSTEXPR, _constexpr_values(node.key("constexpr")))
     if given[0] == "dtype":
-        _no_extra_keys(node, ("align", "hint", "output", "rank"), "dtype arguments")
+        _no_extra_keys(node, ("align", "hint", "output", "rank", "none"), "dtype arguments")
         typevar, choices = _dtype_choices(node.key("dtype"), typevars)
         return ArgSpec(param.name, index, DTYPE, choices, typevar=typevar)
     return _typed_arg(node, index, param, typevars)
@@ -250,11 +326,11 @@ def _constexpr_values(node):
     values = []
     for item in node.value_list("compile-time values"):
         if _constexpr_kind(item.value) is None:
-            raise item.error("an int, float or bool")
+            raise item.error("an int, float, bool or string")
         values.append(item.value)
     kinds = {_constexpr_kind(value) for value in values}
     if len(kinds) > 1:
-        raise node.error("values of one type (all ints, all floats or all bools)", describe(node.value))
+        raise node.error("values of one type (all ints, all floats, all bools or all strings)", describe(node.value))
     return tuple(values)
 
 
@@ -265,6 +341,8 @@ def _constexpr_kind(value):
         return INT
     if isinstance(value, float):
         return FLOAT
+    if isinstance(value, str):
+        return STRING
     return None
 
 
@@ -288,6 +366,7 @@ def _typed_arg(node, index, param, typevars):
         _no_extra_keys(node, ("align",), f"{kind} arguments (align is for pointers)")
         _no_extra_keys(node, ("output",), f"{kind} arguments (output is for pointers)")
         _no_extra_keys(node, ("rank",), f"{kind} arguments (rank is for pointers)")
+        _no_extra_keys(node, ("none",), f"{kind} arguments (none is for pointers)")
     if kind != INT:
         _no_extra_keys(node, ("hint",), f"{kind} arguments (hint is for ints)")
     aligns = _subset(node.key("align"), ALIGN_VALUES, ALIGN_ANY) if kind == POINTER else ()
@@ -298,8 +377,14 @@ def _typed_arg(node, index, param, typevars):
     rank = node.key("rank")
     if rank.present() and (not is_int(rank.value) or not 1 <= rank.value <= MAX_RANK):
         raise rank.error(f"an int from 1 to {MAX_RANK}")
+    none = node.key("none")
+    if none.present() and not isinstance(none.value, bool):
+        raise none.error("true or false")
+    if none.value:
+        aligns += (POINTER_NONE,)
     return ArgSpec(param.name, index, kind, choices, typevar=typevar, aligns=aligns, hints=hints,
-                   output=output.present() and output.value, rank=rank.value if rank.present() else None)
+                   output=output.present() and output.value, rank=rank.value if rank.present() else None,
+                   none=bool(none.value))
 
 
 TENSORDESC_EXPECTED = ('a descriptor type "tensordesc<DTYPE[B0, B1, ...]>": a dtype or type variable, then 1 to '
@@ -309,7 +394,7 @@ TENSORDESC_EXPECTED = ('a descriptor type "tensordesc<DTYPE[B0, B1, ...]>": a dt
 def _tensordesc_arg(node, index, param, typevars):
     """A host-side tensor descriptor: `type = "tensordesc<T[BLOCK_M, BLOCK_K]>"` (the element type and
     the block shape the kernel loads and stores; the tensor's shape and strides are call values)."""
-    _no_extra_keys(node, ("align", "hint", "rank"),
+    _no_extra_keys(node, ("align", "hint", "rank", "none"),
                    "tensordesc arguments (the block gives the rank; TMA needs 16-byte alignment)")
     type_node = node.key("type")
     match = TENSORDESC_TYPE.fullmatch(type_node.value.strip())
@@ -415,24 +500,184 @@ def _parse_one_type(node, text, typevars):
     return kind, None, (canonical_scalar(text),)
 
 
+# ---- config entries, launch-only arguments ----
+
+def _config_entries(node, decorated, jit_function):
+    """(node, dict) per config entry: @triton.autotune's configs, then the spec's `configs`. Names
+    are checked (constexpr parameters or options); triton.language dtypes become DTypeValue."""
+    allowed = [param.name for param in jit_function.params if param.is_constexpr]
+    allowed += [name for name in OPTION_KINDS if name not in allowed]
+    entries = []
+    if decorated.autotune is not None:
+        base = Node(node.file, f"{node.path}.function(@triton.autotune)", None)
+        for index, config in enumerate(decorated.autotune.configs):
+            entry_node = Node(node.file, f"{base.path}.configs[{index}]", config)
+            entries.append((entry_node, _entry(entry_node, config, allowed, jit_function)))
+    configs = node.key("configs")
+    if configs.present():
+        if not is_list(configs.value) or not configs.value:
+            raise configs.error("a non-empty list of config tables, such as [{ BLOCK_M = 64, num_warps = 4 }]")
+        for item in configs.items():
+            if not isinstance(item.value, dict) or not item.value:
+                raise item.error("a table of constexpr and option values, such as { BLOCK_M = 64, num_warps = 4 }")
+            entries.append((item, _entry(item, item.value, allowed, jit_function)))
+    return entries
+
+
+def _entry(node, values, allowed, jit_function):
+    entry = {}
+    for name, value in values.items():
+        if name not in allowed:
+            params = [param.name for param in jit_function.params]
+            what = "a parameter that is not tl.constexpr" if name in params else "an unknown name"
+            raise node.key(name).error("a constexpr parameter or option: " + ", ".join(allowed), f'"{name}", {what}')
+        if _is_triton_dtype(value):
+            dtype = spec_dtype_name(value)
+            if dtype is None:
+                raise node.key(name).error("a dtype taot knows: " + ", ".join(DTYPES), str(value))
+            value = DTypeValue(dtype)
+        elif _constexpr_kind(value) is None:
+            raise node.key(name).error("an int, float, bool, string or dtype")
+        entry[name] = value
+    return entry
+
+
+def _is_triton_dtype(value):
+    import triton.language as tl
+    return isinstance(value, tl.dtype)
+
+
+def _complete_entries(entries, args, options, defaults):
+    """The config entries as the dimension they form: every entry gives a value to every field the
+    entries set (options left out take Triton's default, constexprs their default in the function);
+    fields that vary on their own in the spec are left out (their own values replace the entries'),
+    as are options every entry leaves at Triton's default; duplicates go."""
+    if not entries:
+        return []
+    by_name = {arg.name: arg for arg in args}
+    names = []
+    for _, entry in entries:
+        names += [name for name in entry if name not in names]
+    kept = [name for name in names if _set_by_entries(name, by_name, options)]
+    result = []
+    for entry_node, entry in entries:
+        complete = {}
+        for name in kept:
+            if name in entry:
+                value = entry[name]
+                if name in OPTION_KINDS and name not in by_name:
+                    value = _option_value(entry_node.key(name), name)
+            elif name in OPTION_KINDS and (name not in by_name or by_name[name].value_source == "option"):
+                if name not in OPTION_DEFAULTS:
+                    raise entry_node.key(name).missing(f"a value for {name} (other configs set it; set it in every "
+                                                       "config or in none)")
+                value = OPTION_DEFAULTS[name]
+            else:
+                if name not in defaults:
+                    raise entry_node.key(name).missing(f"a value for {name} (other configs set it and the function "
+                                                       "gives it no default)")
+                value = defaults[name]
+            complete[name] = str(value) if isinstance(value, DTypeValue) else value
+        result.append(complete)
+    for name in list(kept):
+        if name in OPTION_KINDS and name not in by_name and \
+                all(entry[name] == OPTION_DEFAULTS.get(name) for entry in result):
+            kept.remove(name)
+            for entry in result:
+                del entry[name]
+    unique = []
+    for entry in result:
+        if not any(_same_values(entry, earlier) for earlier in unique):
+            unique.append(entry)
+    return unique
+
+
+def _set_by_entries(name, by_name, options):
+    """Whether field `name`'s value comes from the config entries (not from its own spec values)."""
+    if name in by_name:
+        arg = by_name[name]
+        return arg.value_source == "configs" or (arg.value_source == "option" and name not in options)
+    return name not in options
+
+
+def _same_values(a, b):
+    return a.keys() == b.keys() and all(type(a[key]) is type(b[key]) and a[key] == b[key] for key in a)
+
+
+def _launch_args(node, args):
+    """Int arguments the grid (and launch-time rules) read that the function does not take."""
+    if not node.present():
+        return []
+    if not isinstance(node.value, dict):
+        raise node.error('a table of launch-only int arguments such as n_rows = "i32"')
+    launch_args = []
+    for name in node.value:
+        entry = node.key(name)
+        if not IDENTIFIER.fullmatch(name) or keyword.iskeyword(name):
+            raise entry.error("an argument name that is an identifier", f'the name "{name}"')
+        if any(arg.name == name for arg in args):
+            raise entry.error("a name that is not a parameter of the function (parameters go in kernel.args)",
+                              f'"{name}"')
+        type_node = entry.key("type") if isinstance(entry.value, dict) else entry
+        if isinstance(entry.value, dict):
+            entry.table("a table with a type", {"type": '"i32" or "i64"'}, required=("type",))
+        types = []
+        for item in type_node.value_list("int types"):
+            if item.value not in ("i32", "i64"):
+                raise item.error('"i32" or "i64" (launch-only arguments are ints)')
+            types.append(item.value)
+        launch_args.append(ArgSpec(name, len(args) + len(launch_args), INT, tuple(types), hints=(HINT_NONE,),
+                                   launch_only=True))
+    return launch_args
+
+
 # ---- options, config fields, default ----
 
-def _options(node, args, typevars):
+def _options(node, args, typevars, targets):
+    """Options varied on their own: name -> OptionValues. A value may be a table per target:
+    num_stages = { sm_80 = 2, sm_90 = [3, 4] }."""
     if not node.present():
         return {}
     if not isinstance(node.value, dict):
         raise node.error("a table of Triton options such as num_warps = [4, 8]")
     known_triton = _triton_option_names()
+    by_name = {arg.name: arg for arg in args}
     options = {}
     for name in node.value:
         entry = node.key(name)
         if name not in OPTION_KINDS:
             also = " (a Triton option that taot does not vary per variant)" if name in known_triton else ""
             raise entry.error("one of the options " + ", ".join(OPTION_KINDS), f'"{name}"{also}')
-        if any(arg.name == name for arg in args) or name in typevars:
-            raise entry.error("an option name not also used by an argument or type variable", f'"{name}"')
-        options[name] = tuple(_option_value(item, name) for item in entry.value_list(f"{name} values"))
+        arg = by_name.get(name)
+        if (arg is not None and arg.value_source != "option") or name in typevars:
+            raise entry.error("an option name not also used by an argument or type variable (a tl.constexpr "
+                              "parameter named like an option takes the option's values when kernel.args does "
+                              "not describe it)", f'"{name}"')
+        if isinstance(entry.value, dict):
+            options[name] = _per_target_option(entry, name, targets)
+        else:
+            options[name] = OptionValues(tuple(_option_value(item, name) for item in entry.value_list(f"{name} values")))
     return options
+
+
+def _per_target_option(node, name, targets):
+    names = [target.name for target in targets]
+    per_target = {}
+    for key in node.value:
+        target = parse_target(key)
+        match = [target_name for target_name in names if target is not None and
+                 parse_target(target_name).capability == target.capability]
+        if not match:
+            raise node.key(key).error(f"a target of this kernel: {', '.join(names)}", f'"{key}"')
+        per_target[match[0]] = tuple(_option_value(item, name) for item in node.key(key).value_list(f"{name} values"))
+    for target_name in names:
+        if target_name not in per_target:
+            raise node.key(target_name).missing(f"the {name} values for {target_name} (a per-target table gives "
+                                                "every target of the kernel)")
+    values = []
+    for target_name in names:
+        values += [value for value in per_target[target_name] if value not in values]
+    return OptionValues(tuple(values), per_target)
 
 
 def _triton_option_names():
@@ -453,31 +698,168 @@ def _option_value(node, name):
     return value
 
 
-def _config_fields(default_node, args, options):
-    """ConfigField per constexpr/dtype argument (in argument order), then per option, with defaults."""
-    candidates = [(arg.name, DTYPE if arg.kind == DTYPE else _constexpr_kind(arg.choices[0]), arg.choices, False)
-                  for arg in args if arg.kind in (CONSTEXPR, DTYPE)]
-    candidates += [(name, OPTION_KINDS[name], values, True) for name, values in options.items()]
+def _config_fields(default_node, args, options, entries, heuristic_nodes, targets, defaults):
+    """ConfigField per constexpr/dtype argument (in argument order), then per option, with defaults.
+    A constexpr named like an option is also the option (Triton's JIT passes a keyword to both),
+    except when nothing sets it and it keeps the function's default."""
+    candidates = []
+    for arg in args:
+        if arg.kind not in (CONSTEXPR, DTYPE):
+            continue
+        values, is_option = arg.choices, arg.name in OPTION_KINDS
+        if arg.value_source == "configs" or (arg.value_source == "option" and _entry_values(entries, arg.name)):
+            values = _entry_values(entries, arg.name)
+        elif arg.value_source == "option":
+            if arg.name in options:
+                values = options[arg.name].values
+            elif arg.name in defaults:
+                values, is_option = (defaults[arg.name],), False
+            else:
+                values = (OPTION_DEFAULTS[arg.name],)
+        kind = DTYPE if arg.kind == DTYPE else _constexpr_kind(values[0])
+        candidates.append((arg.name, kind, tuple(values), is_option, True))
+    arg_names = {arg.name for arg in args}
+    option_names = [name for name in options if name not in arg_names]
+    option_names += [name for name in OPTION_KINDS
+                     if name not in arg_names and name not in options and _entry_values(entries, name)]
+    for name in option_names:
+        values = options[name].values if name in options else _entry_values(entries, name)
+        candidates.append((name, OPTION_KINDS[name], tuple(values), True, False))
     if default_node.present() and not isinstance(default_node.value, dict):
         raise default_node.error("a table giving the default config, such as BLOCK_SIZE = 1024")
     given = dict(default_node.value or {})
-    names = [name for name, _, _, _ in candidates]
+    names = [name for name, _, _, _, _ in candidates]
     for name in given:
         if name not in names:
             raise default_node.key(name).error("a config field: " + ", ".join(names), "an unknown field")
-    return tuple(_config_field(default_node.key(name), name, kind, values, is_option, given)
-                 for name, kind, values, is_option in candidates)
-
-
-def _config_field(node, name, kind, values, is_option, given):
-    if name not in given:
-        if len(values) > 1:
+    fields = []
+    for name, kind, values, is_option, is_constexpr in candidates:
+        node = default_node.key(name)
+        if name in given:
+            value = given[name]
+            if not any(type(value) is type(choice) and value == choice for choice in values):
+                raise node.error(f"one of the values of {name}: {one_of(values)}")
+            fields.append(ConfigField(name, kind, values, value, is_option, is_constexpr))
+            continue
+        derived = entries and any(name in entry for entry in entries)
+        per_target = name in options and options[name].per_target is not None
+        # With config entries (a kernel as autotuned) or a rule, taot picks defaults itself.
+        if len(values) > 1 and not (entries or per_target or name in heuristic_nodes):
             raise node.missing(f"the default value of {name}, one of {one_of(values)} (it has several values)")
-        return ConfigField(name, kind, tuple(values), values[0], is_option)
-    value = given[name]
-    if not any(type(value) is type(choice) and value == choice for choice in values):
-        raise node.error(f"one of the values of {name}: {one_of(values)}")
-    return ConfigField(name, kind, tuple(values), value, is_option)
+        default = entries[0][name] if derived else \
+            (options[name].for_target(targets[0].name)[0] if per_target else values[0])
+        fields.append(ConfigField(name, kind, values, default, is_option, is_constexpr,
+                                  default_given=len(values) == 1))
+    return tuple(fields)
+
+
+def _entry_values(entries, name):
+    values = []
+    for entry in entries:
+        if name in entry and not any(type(entry[name]) is type(seen) and entry[name] == seen for seen in values):
+            values.append(entry[name])
+    return tuple(values)
+
+
+# ---- heuristics and the tuning key ----
+
+def _heuristic_texts(node, decorated):
+    """field -> (node, text) in evaluation order: the spec's [kernel.heuristics] replace the
+    decorator's rule for the same field; decorator rules are translated from their source."""
+    spec_rules = node.key("heuristics")
+    if spec_rules.present() and not isinstance(spec_rules.value, dict):
+        raise spec_rules.error('a table of rules such as BLOCK_SIZE = "next_power_of_2(n_cols)"')
+    given = dict(spec_rules.value or {})
+    texts = {}
+    for heuristic in decorated.heuristics:
+        if heuristic.field in given:
+            continue
+        where = f"{node.path}.function(@triton.heuristics).{heuristic.field}"
+        try:
+            text = decorators.heuristic_expression(heuristic)
+        except decorators.RuleProblem as problem:
+            raise SpecError(node.file, where, "a @triton.heuristics value that is an expression of the arguments "
+                            "and config fields (taot evaluates it at launch, in C++)",
+                            f"{decorators.source_location(heuristic.function)}: {problem}; write it in the spec "
+                            f'instead: [kernel.heuristics] {heuristic.field} = "<expression>" over argument and '
+                            "config field names with next_power_of_2, cdiv, min, max, abs, comparisons and "
+                            "`x if c else y`, or list its values under [kernel.args] and pass it at call time") \
+                from None
+        texts[heuristic.field] = (Node(node.file, where, text), text)
+    for name in given:
+        item = spec_rules.key(name)
+        if not isinstance(item.value, str):
+            raise item.error('a rule expression string such as "next_power_of_2(n_cols)"')
+        texts[name] = (item, item.value)
+    return texts
+
+
+def _heuristics(heuristic_nodes, args, fields):
+    """(field, Rule) per heuristic, checked: the field is a config field; the rule reads scalar
+    arguments, pointers (`is None`) and config fields not computed by a later rule."""
+    field_names = [field.name for field in fields]
+    scalars = [arg.name for arg in args if arg.kind in (INT, FLOAT, BOOL)]
+    pointers = [arg.name for arg in args if arg.kind == POINTER]
+    by_name = {arg.name: arg for arg in args}
+    order = list(heuristic_nodes)
+    rules = []
+    for position, (name, (node, text)) in enumerate(heuristic_nodes.items()):
+        if name not in field_names:
+            raise node.error(f"a rule for a config field (a constexpr parameter or option): {', '.join(field_names)}",
+                             f'a rule for "{name}"')
+        try:
+            rule = parse_rule(text, scalars, pointers, field_names)
+        except ExpressionProblem as problem:
+            raise node.error("a rule over arguments and config fields with next_power_of_2, cdiv, min, max, abs",
+                             f"{describe(text)} ({problem})") from None
+        later = [used for used in rule.names if used in order[position:]]
+        if later:
+            raise node.error("a rule that reads only config fields computed before it (rules run in order)",
+                             f"{describe(text)}, which reads {later[0]}")
+        arg = by_name.get(name)
+        if arg is not None and arg.value_source == "heuristic" and not rule.is_bool:
+            raise node.error(f"values for {name}: the rule {describe(rule.text)} is not a comparison, so taot "
+                             f"cannot know which values to compile; list them: [kernel.args] {name} = "
+                             "{ constexpr = [...] }", "no values")
+        rules.append((name, rule))
+    return tuple(rules)
+
+
+def _heuristic_filters(node, heuristics, args, fields, typevars):
+    """Filters that keep, for each rule reading only config fields and pointers' None-ness, the
+    variants whose field has the value the rule gives (the others could never be chosen by it)."""
+    field_names = {field.name for field in fields}
+    pointers = {arg.name for arg in args if arg.kind == POINTER and arg.none}
+    value_names = [field.name for field in fields] + list(typevars)
+    arg_names = [arg.name for arg in args if arg.is_runtime]
+    filters = []
+    for name, rule in heuristics:
+        if rule.names and all(used in field_names or used in pointers for used in rule.names):
+            text = rule_as_filter(name, rule)
+            try:
+                filters.append(parse_where(text, value_names, arg_names))
+            except ExpressionProblem as problem:  # a rule function filters do not have
+                raise node.key("heuristics").error("a rule taot can also check per variant", f"{text} ({problem})") \
+                    from None
+    return tuple(filters)
+
+
+def _tuning_key(node, decorated, args, fields):
+    """Names of scalar arguments or config fields whose values key tuned tables."""
+    key_node = node.key("tuning_key")
+    if key_node.present():
+        items = [(item, item.value) for item in key_node.value_list("argument names")]
+    elif decorated.autotune is not None:
+        key_path = Node(node.file, f"{node.path}.function(@triton.autotune).key", None)
+        items = [(Node(node.file, f"{key_path.path}[{index}]", name), name)
+                 for index, name in enumerate(decorated.autotune.key)]
+    else:
+        return ()
+    usable = [arg.name for arg in args if arg.kind in (INT, FLOAT, BOOL)] + [field.name for field in fields]
+    for item, name in items:
+        if name not in usable:
+            raise item.error("a scalar argument or config field: " + ", ".join(usable))
+    return tuple(name for _, name in items)
 
 
 # ---- grid and where ----
@@ -497,7 +879,7 @@ def _grid(node, args, fields):
         try:
             trees.append(parse_grid(value, int_args, int_fields))
         except ExpressionProblem as problem:
-            raise item.error("an expression over ints, int arguments, int constexprs and options with "
+            raise item.error("an expression over ints, int arguments, int constexprs and options, num_sms, with "
                              "+ - * // %, cdiv, min, max", f"{describe(value)} ({problem})") from None
         texts.append(str(value))
     while len(texts) < 3:
@@ -511,6 +893,7 @@ def _where(node, args, fields, typevars):
         return ()
     value_names = [field.name for field in fields] + list(typevars)
     arg_names = [arg.name for arg in args if arg.is_runtime]
+    value_names += [name for name in TARGET_NAMES if name not in value_names and name not in arg_names]
     filters = []
     for item in node.value_list("filter expressions"):
         if not isinstance(item.value, str):
@@ -518,6 +901,7 @@ def _where(node, args, fields, typevars):
         try:
             filters.append(parse_where(item.value, value_names, arg_names))
         except ExpressionProblem as problem:
-            raise item.error("a filter over constexprs, options, type variables and arguments "
-                             "(x.dtype, x.align, x.type, x.hint)", f"{describe(item.value)} ({problem})") from None
+            raise item.error("a filter over constexprs, options, type variables, target, arch and arguments "
+                             "(x.dtype, x.align, x.type, x.hint, x.none)", f"{describe(item.value)} ({problem})") \
+                from None
     return tuple(filters)

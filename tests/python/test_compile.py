@@ -46,7 +46,7 @@ def test_manifest_follows_the_schema(project):
     text = (project.root / "out/manifest.json").read_text()
     manifest = json.loads(text)
     assert text == json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    assert manifest["schema"] == "taot.manifest" and manifest["schema_version"] == 1
+    assert manifest["schema"] == "taot.manifest" and manifest["schema_version"] == 2
     assert manifest["triton_version"] == "3.6.0"
     assert (manifest["library"], manifest["spec"], manifest["targets"]) == ("scale", "../spec.toml", ["sm_90"])
     kernel, = manifest["kernels"]
@@ -218,7 +218,7 @@ def test_cli_lists_variants_without_compiling(project):
     lines = listed.stdout.splitlines()
     assert lines[0] == "scale_kernel_fp32a16_fp32_i32d16_fp32_B64_Afp32_w4"
     assert len(lines) == 33
-    assert lines[-1] == "32 variants (scale_kernel 32) x 2 targets (sm_80, sm_90) = 64 compile jobs"
+    assert lines[-1] == "32 variants (scale_kernel 32) for 2 targets (sm_80, sm_90) = 64 compile jobs"
     assert not (project.root / "out").exists()
 
 

@@ -67,8 +67,10 @@ def test_missing_library(project):
 @pytest.mark.parametrize("mutate, key, expected, got", [
     (lambda s: kernel(s).update(grid={"x": 1}), "kernel[0].grid", "1 to 3 grid entries", "a table"),
     (lambda s: kernel(s)["args"].update(scale=5), "kernel[0].args.scale", "a table with one of type", "5"),
-    (lambda s: kernel(s)["args"].update(BLOCK={"constexpr": ["big"]}), "kernel[0].args.BLOCK.constexpr[0]",
-     "an int, float or bool", '"big"'),
+    (lambda s: kernel(s)["args"].update(BLOCK={"constexpr": [{"a": 1}]}), "kernel[0].args.BLOCK.constexpr[0]",
+     "an int, float, bool or string", "a table"),
+    (lambda s: kernel(s)["args"].update(BLOCK={"constexpr": [64, "big"]}), "kernel[0].args.BLOCK.constexpr",
+     "values of one type", '[64, "big"]'),
     (lambda s: kernel(s)["args"].update(BLOCK={"constexpr": [64, 1.5]}), "kernel[0].args.BLOCK.constexpr",
      "values of one type", "[64, 1.5]"),
     (lambda s: kernel(s)["options"].update(num_warps=["4"]), "kernel[0].options.num_warps[0]", "a positive int", '"4"'),
@@ -190,11 +192,12 @@ def test_unknown_argument(project):
     spec = base_spec()
     kernel(spec)["args"]["y_ptr"] = "*fp32"
     assert spec_error(project, spec) == ("spec.toml: kernel[0].args.y_ptr: expected a parameter of scale_kernel: "
-                                         "x_ptr, out_ptr, n, scale, BLOCK, ACC, got an unknown argument")
+                                         "x_ptr, out_ptr, n, scale, BLOCK, ACC (int arguments the function does not "
+                                         "take go in launch_args), got an unknown argument")
 
 
 @pytest.mark.parametrize("grid, problem", [
-    ("cdiv(m, BLOCK)", "unknown name m (int arguments, constexprs and options: BLOCK, n, num_warps)"),
+    ("cdiv(m, BLOCK)", "unknown name m (int arguments, constexprs and options: BLOCK, n, num_sms, num_warps)"),
     ("cdiv(scale, BLOCK)", "unknown name scale"),
     ("n / BLOCK", "operator Div is not allowed (use // for division)"),
     ("foo(n, 2)", "the only calls are cdiv(a, b), min(a, b) and max(a, b)"),
@@ -218,7 +221,7 @@ def test_grid_with_too_many_entries(project):
 
 @pytest.mark.parametrize("where, problem", [
     ("BLOK == 64", "unknown name BLOK"),
-    ("open('x')", "calls other than min(...), max(...) and abs(...) are not allowed"),
+    ("open('x')", "calls other than min(...), max(...), abs(...), next_power_of_2(...) and cdiv(...) are not allowed"),
     ("x_ptr.dtype.upper", "attributes are allowed only on argument names"),
     ("x_ptr.size > 1", "unknown attribute .size"),
     ("BLOCK in [n for n in (1, 2)]", "ListComp syntax is not allowed"),
