@@ -1,0 +1,437 @@
+# Kernels as their users write them: @triton.autotune and @triton.heuristics read, config lists,
+# string constexprs, None pointers, option-named constexprs, per-kernel targets and per-target
+# options, launch-only arguments and num_sms in grids.
+import json
+import textwrap
+
+import pytest
+
+from conftest import REPO
+from taot.errors import SpecError
+from taot.jobs import variant_inputs
+from taot.spec import load_spec
+
+HEADER = "import triton\nimport triton.language as tl\n\n"
+
+
+def write(tmp_path, source, spec, name="spec.toml"):
+    (tmp_path / "k.py").write_text(HEADER + textwrap.dedent(source))
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(spec))
+    return path
+
+
+def load(tmp_path, source, spec, **kwargs):
+    return load_spec(write(tmp_path, source, spec), label="spec.toml", **kwargs)
+
+
+def error(tmp_path, source, spec, **kwargs):
+    with pytest.raises(SpecError) as caught:
+        load(tmp_path, source, spec, **kwargs)
+    return str(caught.value)
+
+
+AUTOTUNED = '''
+def prune(configs, named_args, **kwargs):
+    return configs
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 128}, num_warps=4, num_stages=2),
+             triton.Config({"BLOCK": 256}, num_warps=8),
+             triton.Config({"BLOCK": 512, "EVEN": True}, num_warps=8, num_stages=4)],
+    key=["n"], prune_configs_by={"early_config_prune": prune, "top_k": 2}, reset_to_zero=["out_ptr"])
+@triton.jit
+def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr = False):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+'''
+
+KERNEL_SPEC = '''
+[library]
+name = "lib"
+targets = ["sm_90"]
+
+[[kernel]]
+name = "kernel"
+source = "k.py"
+grid = ["cdiv(n, BLOCK)"]
+{extra}
+
+[kernel.args]
+x_ptr = "*fp32"
+out_ptr = "*fp32"
+n = "i32"
+{args}
+'''
+
+
+def spec(extra="", args=""):
+    return KERNEL_SPEC.format(extra=extra, args=args)
+
+
+def configs_of(library, kernel="kernel"):
+    return [(variant.config, variant.targets) for variant in library.variants[kernel]]
+
+
+def test_autotune_configs_are_the_config_list(tmp_path):
+    library = load(tmp_path, AUTOTUNED, spec())
+    kernel = library.kernels[0]
+    assert [variant.config for variant in library.variants["kernel"]] == [
+        {"BLOCK": 128, "EVEN": False, "num_warps": 4, "num_stages": 2},
+        {"BLOCK": 256, "EVEN": False, "num_warps": 8, "num_stages": 3},   # Triton's default stages
+        {"BLOCK": 512, "EVEN": True, "num_warps": 8, "num_stages": 4},
+    ]
+    assert kernel.tuning_key == ("n",)
+    fields = {field.name: field for field in kernel.config}
+    assert fields["BLOCK"].default == 128 and fields["num_warps"].default == 4  # the first config
+    assert "num_ctas" not in fields  # every config leaves it at Triton's default
+    assert any("prune_configs_by (early_config_prune, perf_model)" in note or
+               "prune_configs_by (early_config_prune)" in note for note in kernel.notes)
+    inputs = variant_inputs(kernel, library.variants["kernel"][2])
+    assert inputs["constexprs"] == {"BLOCK": 512, "EVEN": True}
+    assert inputs["options"] == {"num_warps": 8, "num_stages": 4}
+
+
+def test_spec_extends_and_narrows_the_decorators_configs(tmp_path):
+    extra = '''where = ["BLOCK != 256"]
+configs = [{ BLOCK = 1024, num_warps = 16 }]
+tuning_key = ["n"]'''
+    library = load(tmp_path, AUTOTUNED, spec(extra))
+    blocks = [config["BLOCK"] for config, _ in configs_of(library)]
+    assert blocks == [128, 512, 1024]
+    assert configs_of(library)[-1][0] == {"BLOCK": 1024, "EVEN": False, "num_warps": 16, "num_stages": 3}
+
+
+def test_spec_option_values_cross_every_config(tmp_path):
+    library = load(tmp_path, AUTOTUNED, spec('[kernel.options]\nnum_stages = [3, 5]'))
+    pairs = [(config["BLOCK"], config["num_stages"]) for config, _ in configs_of(library)]
+    assert pairs == [(128, 3), (256, 3), (512, 3), (128, 5), (256, 5), (512, 5)]
+
+
+def test_default_is_the_first_config_that_survives_the_filters(tmp_path):
+    library = load(tmp_path, AUTOTUNED, spec('where = ["BLOCK > 128"]'))
+    fields = {field.name: field.default for field in library.kernels[0].config}
+    assert fields["BLOCK"] == 256 and fields["num_warps"] == 8
+
+
+def test_config_entry_names_are_checked(tmp_path):
+    message = error(tmp_path, AUTOTUNED, spec('configs = [{ BLOK = 64 }]'))
+    assert message.startswith("spec.toml: kernel[0].configs[0].BLOK: expected a constexpr parameter or option: "
+                              "BLOCK, EVEN, num_warps")
+    assert message.endswith('got "BLOK", an unknown name')
+    message = error(tmp_path, AUTOTUNED, spec('configs = [{ n = 64 }]'))
+    assert message.endswith('got "n", a parameter that is not tl.constexpr')
+
+
+HEURISTIC = '''
+FACTOR = 2
+
+@triton.heuristics(values={"BLOCK": lambda args: triton.next_power_of_2(args["n"]) * FACTOR,
+                           "num_warps": lambda args: 8 if args["BLOCK"] >= 2048 else 4,
+                           "HAS_BIAS": lambda args: args["bias_ptr"] is not None})
+@triton.jit
+def kernel(x_ptr, bias_ptr, out_ptr, n, BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr):
+    pass
+'''
+
+HEURISTIC_SPEC = '''
+[library]
+name = "lib"
+targets = ["sm_90"]
+
+[[kernel]]
+name = "kernel"
+source = "k.py"
+grid = [1]
+
+[kernel.args]
+x_ptr = "*fp32"
+bias_ptr = { type = "*fp32", none = true }
+out_ptr = "*fp32"
+n = "i32"
+BLOCK = { constexpr = [1024, 2048, 4096] }
+
+[kernel.options]
+num_warps = [4, 8]
+'''
+
+
+def test_heuristics_become_rules_in_order_and_filter_what_they_decide(tmp_path):
+    library = load(tmp_path, HEURISTIC, HEURISTIC_SPEC)
+    kernel = library.kernels[0]
+    assert [(field, rule.text) for field, rule in kernel.heuristics] == [
+        ("BLOCK", "next_power_of_2(n) * 2"), ("num_warps", "8 if BLOCK >= 2048 else 4"),
+        ("HAS_BIAS", "bias_ptr is not None")]
+    seen = set()
+    for variant in library.variants["kernel"]:
+        bias = next(binding for binding in variant.bindings if binding.name == "bias_ptr")
+        assert variant.config["HAS_BIAS"] == (not bias.none)
+        assert variant.config["num_warps"] == (8 if variant.config["BLOCK"] >= 2048 else 4)
+        seen.add((variant.config["BLOCK"], bias.none))
+    assert len(library.variants["kernel"]) == 6 and len(seen) == 6
+
+
+def test_heuristic_written_as_a_def(tmp_path):
+    source = '''
+def block_for(args):
+    """A docstring is fine."""
+    return max(64, triton.next_power_of_2(args["n"]))
+
+@triton.heuristics({"BLOCK": block_for})
+@triton.jit
+def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+'''
+    library = load(tmp_path, source, spec(args="BLOCK = { constexpr = [64, 128] }"))
+    assert library.kernels[0].heuristics[0][1].text == "max(64, next_power_of_2(n))"
+
+
+def test_untranslatable_heuristic_names_itself_and_shows_the_spec_form(tmp_path):
+    source = '''
+@triton.heuristics({"EVEN": lambda args: args["x_ptr"].dtype == "float16"})
+@triton.jit
+def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    pass
+'''
+    message = error(tmp_path, source, spec(args="BLOCK = { constexpr = 64 }"))
+    assert message.startswith("spec.toml: kernel[0].function(@triton.heuristics).EVEN: expected a @triton.heuristics "
+                              "value that is an expression of the arguments and config fields")
+    assert "k.py:5: `args['x_ptr'].dtype` reads .dtype of a tensor" in message
+    assert '[kernel.heuristics] EVEN = "<expression>"' in message
+    # written in the spec instead, it is taken
+    library = load(tmp_path, source, spec('[kernel.heuristics]\nEVEN = "n % BLOCK == 0"', "BLOCK = { constexpr = 64 }"))
+    assert library.kernels[0].heuristics[0][1].text == "n % BLOCK == 0"
+
+
+def test_non_bool_heuristic_needs_listed_values(tmp_path):
+    source = '''
+@triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n"])})
+@triton.jit
+def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+'''
+    message = error(tmp_path, source, spec())
+    assert "expected values for BLOCK" in message and "[kernel.args] BLOCK = { constexpr = [...] }" in message
+
+
+def test_rule_reading_a_later_rule_is_refused(tmp_path):
+    message = error(tmp_path, AUTOTUNED, spec('[kernel.heuristics]\nBLOCK = "EVEN"\nEVEN = "n % 16 == 0"'))
+    assert "expected a rule that reads only config fields computed before it" in message
+
+
+STRINGS_AND_NONE = '''
+@triton.jit
+def kernel(x_ptr, bias_ptr, out_ptr, n, ACTIVATION: tl.constexpr, num_stages: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets, mask=offsets < n)
+    if bias_ptr is not None:
+        x += tl.load(bias_ptr + offsets, mask=offsets < n)
+    if ACTIVATION == "relu":
+        x = tl.maximum(x, 0.0)
+    tl.store(out_ptr + offsets, x, mask=offsets < n)
+'''
+
+STRINGS_SPEC = '''
+[library]
+name = "lib"
+targets = ["sm_80", "sm_90"]
+
+[[kernel]]
+name = "kernel"
+source = "k.py"
+grid = ["cdiv(n, BLOCK)"]
+where = ["ACTIVATION != 'relu' or not bias_ptr.none", "arch >= 90 or num_stages == 2"]
+
+[kernel.args]
+x_ptr = "*fp32"
+bias_ptr = { type = ["*fp32", "*fp16"], none = true }
+out_ptr = "*fp32"
+n = "i32"
+ACTIVATION = { constexpr = ["", "relu"] }
+BLOCK = { constexpr = 256 }
+
+[kernel.options]
+num_stages = { sm_80 = 2, sm_90 = [2, 3] }
+
+[kernel.default]
+ACTIVATION = ""
+'''
+
+
+def test_string_constexprs_none_pointers_option_named_constexprs_per_target_options(tmp_path):
+    library = load(tmp_path, STRINGS_AND_NONE, STRINGS_SPEC)
+    kernel = library.kernels[0]
+    variants = library.variants["kernel"]
+    fields = {field.name: field for field in kernel.config}
+    assert fields["ACTIVATION"].kind == "string" and fields["ACTIVATION"].values == ("", "relu")
+    assert fields["num_stages"].is_option and fields["num_stages"].is_constexpr
+    by_id = {variant.id: variant for variant in variants}
+    # None once per variant, not once per bias dtype; relu only with a bias
+    nones = [variant for variant in variants if variant.bindings[1].none]
+    assert {variant.config["ACTIVATION"] for variant in nones} == {""}
+    assert len(nones) == 2  # num_stages 2 (both targets) and 3 (sm_90)
+    assert by_id["kernel_fp32_none_fp32_i32_Aempty_ns2_B256"].targets == ("sm_80", "sm_90")
+    assert by_id["kernel_fp32_none_fp32_i32_Aempty_ns3_B256"].targets == ("sm_90",)
+    assert by_id["kernel_fp32_fp16_fp32_i32_Arelu_ns3_B256"].targets == ("sm_90",)
+    inputs = variant_inputs(kernel, by_id["kernel_fp32_none_fp32_i32_Aempty_ns3_B256"])
+    assert inputs["signature"]["bias_ptr"] == "constexpr" and inputs["constexprs"]["bias_ptr"] is None
+    assert inputs["constexprs"]["num_stages"] == 3 and inputs["options"] == {"num_stages": 3}
+    assert inputs["constexprs"]["ACTIVATION"] == ""
+
+
+def test_string_and_none_reach_the_manifest(tmp_path):
+    from taot.manifest import _arg, _config_field, _specialization, _variant
+    library = load(tmp_path, STRINGS_AND_NONE, STRINGS_SPEC)
+    kernel = library.kernels[0]
+    variants = library.variants["kernel"]
+    assert _arg(kernel.args[1], variants)["none"] is True
+    assert _config_field(kernel.config[0], variants) == {"name": "ACTIVATION", "kind": "string",
+                                                         "values": ["", "relu"], "default": ""}
+    none_variant = next(variant for variant in variants if variant.bindings[1].none)
+    assert _specialization(none_variant.bindings[1]) == {"arg": "bias_ptr", "dtype": "fp32", "align": 0, "none": True}
+
+
+def test_per_target_table_must_name_every_target(tmp_path):
+    message = error(tmp_path, STRINGS_AND_NONE, STRINGS_SPEC.replace("sm_80 = 2, sm_90 = [2, 3]", "sm_90 = 3"))
+    assert message.startswith("spec.toml: kernel[0].options.num_stages.sm_80: expected the num_stages values for "
+                              "sm_80 (a per-target table gives every target of the kernel)")
+    message = error(tmp_path, STRINGS_AND_NONE, STRINGS_SPEC.replace("sm_80 = 2,", "sm_100 = 2,"))
+    assert "kernel[0].options.num_stages.sm_100: expected a target of this kernel: sm_80, sm_90" in message
+
+
+def test_kernel_targets_and_library_targets(tmp_path):
+    library = load(tmp_path, STRINGS_AND_NONE, STRINGS_SPEC.replace('grid = ["cdiv(n, BLOCK)"]',
+                                                                    'grid = ["cdiv(n, BLOCK)"]\ntargets = ["sm_90"]')
+                   .replace("sm_80 = 2, sm_90 = [2, 3]", "sm_90 = [2, 3]"))
+    assert [target.name for target in library.targets] == ["sm_90"]
+    assert all(variant.targets == ("sm_90",) for variant in library.variants["kernel"])
+
+
+LAUNCH = '''
+@triton.jit
+def kernel(x_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    pass
+'''
+
+LAUNCH_SPEC = '''
+[library]
+name = "lib"
+targets = ["sm_90"]
+
+[[kernel]]
+name = "kernel"
+source = "k.py"
+grid = ["min(n_rows, num_sms * 4)", "cdiv(n_cols, BLOCK)"]
+
+[kernel.launch_args]
+n_rows = "i64"
+
+[kernel.args]
+x_ptr = "*fp32"
+stride = "i32"
+n_cols = { type = "i32", hint = [1, "none"] }
+BLOCK = { constexpr = 128 }
+'''
+
+
+def test_launch_only_arguments_and_num_sms_in_grids(tmp_path):
+    from taot.manifest import _arg
+    library = load(tmp_path, LAUNCH, LAUNCH_SPEC)
+    kernel = library.kernels[0]
+    variant = library.variants["kernel"][1]  # n_cols not ==1
+    assert variant.grid[0] == [{"op": "arg", "name": "n_rows"}, {"op": "num_sms"}, {"op": "lit", "value": 4},
+                               {"op": "mul"}, {"op": "min"}]
+    assert [binding.name for binding in variant.bindings] == ["x_ptr", "stride", "n_cols", "n_rows"]
+    assert _arg(kernel.args[-1], library.variants["kernel"]) == {"name": "n_rows", "kind": "int", "types": ["i64"],
+                                                                  "launch_only": True}
+    assert "n_rows" not in variant_inputs(kernel, variant)["signature"]
+    assert variant.id == "kernel_fp32_i32_i32_B128"
+
+
+def test_launch_only_argument_must_not_be_a_parameter(tmp_path):
+    message = error(tmp_path, LAUNCH, LAUNCH_SPEC.replace('n_rows = "i64"', 'stride = "i64"'))
+    assert message.startswith("spec.toml: kernel[0].launch_args.stride: expected a name that is not a parameter")
+
+
+# ---- enumeration: early filters, refusal, memory ----
+
+BIG = '''
+@triton.jit
+def kernel(x_ptr, n, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, D: tl.constexpr, E: tl.constexpr,
+           F: tl.constexpr):
+    pass
+'''
+
+
+def big_spec(where):
+    values = ", ".join(str(value) for value in range(10))
+    args = "\n".join(f"{name} = {{ constexpr = [{values}] }}" for name in "ABCDEF")
+    default = "\n".join(f"{name} = 0" for name in "ABCDEF")
+    return f'''
+[library]
+name = "lib"
+targets = ["sm_90"]
+
+[[kernel]]
+name = "kernel"
+source = "k.py"
+grid = [1]
+where = {json.dumps(where)}
+
+[kernel.args]
+x_ptr = "*fp32"
+n = "i32"
+{args}
+
+[kernel.default]
+{default}
+'''
+
+
+def test_million_candidates_filtered_to_two_thousand_quickly(tmp_path):
+    import time
+    where = ["A + B <= 3", "C == (A * B) % 10", "D < 5", "E == D", "F in (0, 9) or A == 0"]
+    start = time.perf_counter()
+    library = load(tmp_path, BIG, big_spec(where))
+    seconds = time.perf_counter() - start
+    summary = library.summaries["kernel"]
+    assert summary.combinations == 10 ** 6
+    expected = sum(1 for a in range(10) for b in range(10) for c in range(10) for d in range(10) for e in range(10)
+                   for f in range(10) if a + b <= 3 and c == (a * b) % 10 and d < 5 and e == d
+                   and (f in (0, 9) or a == 0))
+    assert summary.count == expected == len(library.variants["kernel"])
+    assert seconds < 5  # the benchmark (bench/enumeration.py) holds the 1 s figure
+
+
+def test_too_many_variants_refused_fast_naming_the_dimensions(tmp_path):
+    import time
+    start = time.perf_counter()
+    message = error(tmp_path, BIG, big_spec(["F != 3"]))
+    assert time.perf_counter() - start < 5
+    assert message == ("spec.toml: kernel[0]: expected at most 10,000 variants (--max-variants), got 900,000 of "
+                       "1,000,000 combinations (largest dimensions: A 10, B 10, C 10, D 10, E 10, F 10); narrow them "
+                       "with where filters or config lists, or raise --max-variants")
+    assert "at most 50 variants" in error(tmp_path, BIG, big_spec(["A + B <= 3"]), max_variants=50)
+
+
+def test_memory_does_not_follow_the_unfiltered_product(tmp_path):
+    import tracemalloc
+    tracemalloc.start()
+    load(tmp_path, BIG, big_spec(["A == B", "B == C", "C == D", "D == E", "E == F"]))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 20 * 1024 * 1024  # 10^6 candidate dicts would take hundreds of MB
+
+
+def test_where_reads_the_target(tmp_path):
+    library = load(tmp_path, STRINGS_AND_NONE, STRINGS_SPEC.replace(
+        '"arch >= 90 or num_stages == 2"', '"target == \'sm_90\' or ACTIVATION == \'\'"'))
+    for variant in library.variants["kernel"]:
+        if variant.config["ACTIVATION"] == "relu":
+            assert variant.targets == ("sm_90",)
+
+
+def test_as_written_corpus_loads_unchanged():
+    library = load_spec(REPO / "tests/kernels_as_written/kernels.toml")
+    assert {kernel.name: len(library.variants[kernel.name]) for kernel in library.kernels} == {
+        "matmul": 20, "rms_norm": 24, "bias_act": 36, "persistent_scale": 2, "layer_norm_fwd": 10}
