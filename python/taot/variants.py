@@ -146,15 +146,18 @@ def _too_many(kernel, label, dimensions, walk, budget, max_variants, start, at_l
     """The error for a kernel with more than `budget` variants: the count (exact when counting it
     takes under COUNT_SECONDS), the product and its largest dimensions."""
     if at_least is None:
-        exact = walk.count(deadline=start + COUNT_SECONDS) if walk is not None else None
+        exact = walk.count(deadline=start + COUNT_SECONDS)
         count = f"{exact:,}" if exact is not None else f"more than {budget:,}"
+        if len(kernel.targets) > 1:
+            count += f" on {walk.target.name} alone"
     else:
         count = f"at least {at_least:,}"
     sizes = sorted(((dimension.label, len(dimension.values)) for dimension in dimensions), key=lambda item: -item[1])
     largest = ", ".join([f"{name} {size}" for name, size in sizes if size > 1][:6]) or "none"
     combinations = _combinations(dimensions, kernel.targets)
-    limit = f"at most {budget:,} variants" + (f" (--max-variants {max_variants:,} for the library)"
-                                               if budget != max_variants else " (--max-variants)")
+    limit = f"at most {budget:,} variants (--max-variants)" if budget == max_variants else \
+        f"at most {budget:,} more variants (--max-variants {max_variants:,}; the kernels before it make " \
+        f"{max_variants - budget:,})"
     return TooManyVariants(label, kernel.key, limit,
                            f"{count} of {combinations:,} combinations (largest dimensions: {largest}); narrow "
                            "them with where filters or config lists, or raise --max-variants")

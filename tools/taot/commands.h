@@ -14,6 +14,7 @@ struct CompileOptions {
   std::vector<std::string> targets;
   bool quiet = false;
   bool list_only = false;
+  long max_variants = 0;  // 0: the Python front end's default (10000)
   bool build_library = false;  // taot build: also configure and build the library with CMake
   bool python = false;         // taot build: also generate the Python module
 };

@@ -37,6 +37,7 @@ int run_compile(const CompileOptions& options) {
   for (const auto& target : options.targets) args.insert(args.end(), {"--target", target});
   if (options.quiet) args.push_back("--quiet");
   if (options.list_only) args.push_back("--list");
+  if (options.max_variants > 0) args.insert(args.end(), {"--max-variants", std::to_string(options.max_variants)});
   add_source_pythonpath();
   return run_process(args, "taot compile (the Python is $TAOT_PYTHON, else python3)");
 }

@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
     command->add_option("-j,--jobs", compile.jobs, "Parallel compile jobs (default: all cores)")->check(CLI::PositiveNumber);
     command->add_option("--target", compile.targets, "Compile for these targets instead of the spec's (sm_80, sm_90, ...)");
     command->add_flag("-q,--quiet", compile.quiet, "Print errors only");
+    command->add_option("--max-variants", compile.max_variants,
+                        "Refuse a spec that makes more than N variants in all (default 10000)")
+        ->check(CLI::PositiveNumber);
   };
   CLI::App* compile_command = app.add_subcommand("compile", "Compile a spec's variants with Triton (no GPU needed)");
   add_compile_options(compile_command);
