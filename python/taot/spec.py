@@ -722,6 +722,8 @@ def _config_fields(default_node, args, options, entries, heuristic_nodes, target
     option_names = [name for name in options if name not in arg_names]
     option_names += [name for name in OPTION_KINDS
                      if name not in arg_names and name not in options and _entry_values(entries, name)]
+    if entries:  # options come from two places: keep Triton's order (num_warps, num_stages, ...)
+        option_names.sort(key=list(OPTION_KINDS).index)
     for name in option_names:
         values = options[name].values if name in options else _entry_values(entries, name)
         candidates.append((name, OPTION_KINDS[name], tuple(values), True, False))
