@@ -1,0 +1,49 @@
+"""The real binary counts variants before compiling: a per-kernel summary line, and a spec above
+--max-variants refused before anything is built, naming the count and the largest dimensions."""
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TILE_SPACE = REPO / "bench" / "specs" / "tile_space.toml"   # 10^6 combinations, 1824 variants
+AS_WRITTEN = REPO / "tests" / "kernels_as_written" / "kernels.toml"
+
+
+def test_a_million_candidates_over_the_limit_are_refused_naming_the_dimensions(run_taot, tmp_path):
+    spec = tmp_path / "tile_space.toml"
+    text = TILE_SPACE.read_text().replace('source = "../../examples', f'source = "{REPO}/examples')
+    spec.write_text(text.replace('  "not FAST_ACCUM",\n', ""))   # FAST_ACCUM doubles it ...
+    result = run_taot("build", spec, "-o", tmp_path / "out", "--max-variants", "3000", timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"error: {spec}: kernel[0]: expected at most 3,000 variants (--max-variants), got ")
+    assert "3,648 of 1,000,000 combinations (largest dimensions: BLOCK_M 5, BLOCK_N 5, BLOCK_K 5, GROUP_SIZE_M 5, " \
+           "num_warps 5, num_stages 5)" in message, message
+    assert not (tmp_path / "out" / "artifacts").exists()
+
+
+def test_the_default_limit_is_ten_thousand(run_taot, tmp_path):
+    spec = tmp_path / "tile_space.toml"
+    text = TILE_SPACE.read_text().replace('source = "../../examples', f'source = "{REPO}/examples')
+    spec.write_text(re.sub(r"\nwhere = \[.*?\n\]\n", "\n", text, flags=re.S))   # no filters at all
+    result = run_taot("compile", spec, "--list", "-o", tmp_path / "out", timeout=120)
+    assert result.returncode == 1, result.stdout
+    assert "expected at most 10,000 variants (--max-variants), got 1,000,000 of 1,000,000 combinations" in result.stderr
+
+
+def test_counts_are_printed_before_compiling(run_taot, tmp_path):
+    result = run_taot("compile", AS_WRITTEN, "--list", "-o", tmp_path / "out", timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert "matmul: 20 variants for sm_80, sm_90 (of 20 combinations; largest dimensions: configs 5, T 2, " \
+           "ACTIVATION 2;" in lines[0]
+    assert lines[1] == ("matmul: note: @triton.autotune prune_configs_by (early_config_prune) prunes at run time; "
+                        "taot compiles every config")
+    assert result.stdout.splitlines()[-1] == ("92 variants (matmul 20, rms_norm 24, bias_act 36, persistent_scale 2, "
+                                              "layer_norm_fwd 10) for 2 targets (sm_80, sm_90) = 108 compile jobs")
+
+
+def test_the_limit_covers_the_whole_library(run_taot, tmp_path):
+    result = run_taot("compile", AS_WRITTEN, "--list", "--max-variants", "50", "-o", tmp_path / "out", timeout=120)
+    assert result.returncode == 1
+    assert "kernel[2]: expected at most 6 more variants (--max-variants 50; the kernels before it make 44), got 18 " \
+           "on sm_80 alone of 36 combinations" in result.stderr
