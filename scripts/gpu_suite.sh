@@ -83,6 +83,15 @@ cmake -S "$work/launch_features" -B "$work/launch_features/build" -G Ninja -DCMA
 PYTHONPATH=$work/launch_features/build:$PYTHONPATH python3 tests/gpu/run_python_tests.py \
   tests/gpu/launch_features/test_launch_features.py || fail "launch features tests"
 
+step "kernels as written (autotune, heuristics, None, string constexprs, num_sms, launch-only): taot vs JIT"
+"$taot_bin" build tests/kernels_as_written/kernels.toml -o "$work/as_written" -j "$jobs" --python --quiet \
+  || fail "taot build kernels_as_written"
+cmake -S "$work/as_written" -B "$work/as_written/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTAOT_SOURCE_DIR="$root" \
+  -DPython_EXECUTABLE="$(command -v python3)" >/dev/null && cmake --build "$work/as_written/build" -j "$jobs" \
+  > "$logs/as_written_build.log" 2>&1 || { tail -20 "$logs/as_written_build.log"; fail "build kernels_as_written"; }
+(cd tests/kernels_as_written && PYTHONPATH=$work/as_written/build:$PYTHONPATH python3 "$root/tests/gpu/run_python_tests.py" \
+  test_as_written_gpu.py 2>&1 | tail -15) || fail "kernels as written tests"
+
 step "benchmark: MoE layer, taot vs Triton JIT vs torch reference"
 PYTHONPATH=$work/fused_moe/build:$PYTHONPATH python3 bench/moe_layer.py || fail "MoE layer benchmark"
 
@@ -102,6 +111,11 @@ PYTHONPATH=$module_dir:$PYTHONPATH sanitize python3 -m pytest -q -p no:cacheprov
   || fail "memcheck: vector_add module"
 (cd examples/fused_moe && PYTHONPATH=$work/fused_moe/build:$PYTHONPATH sanitize python3 -m pytest -q -p no:cacheprovider \
   test_fused_moe_aot_gpu.py -k "seed_case or (layer_sweep and 7-8-2)" 2>&1 | tail -3) || fail "memcheck: fused MoE"
+
+step "benchmark: listing variants (this front end beside the one before issue D)"
+python3 bench/enumeration.py --timeout 90 || fail "enumeration benchmark"
+step "benchmark: cold build of a 1016-variant matmul library (-j $jobs)"
+TAOT_BIN=$taot_bin python3 bench/cold_build.py -j "$jobs" || fail "cold build benchmark"
 
 step "benchmark: CPU cost per launch"
 "$work/cmake/bench/bench_launch_overhead" || fail "launch overhead benchmark"
