@@ -112,8 +112,6 @@ PYTHONPATH=$module_dir:$PYTHONPATH sanitize python3 -m pytest -q -p no:cacheprov
 (cd examples/fused_moe && PYTHONPATH=$work/fused_moe/build:$PYTHONPATH sanitize python3 -m pytest -q -p no:cacheprovider \
   test_fused_moe_aot_gpu.py -k "seed_case or (layer_sweep and 7-8-2)" 2>&1 | tail -3) || fail "memcheck: fused MoE"
 
-step "benchmark: listing variants (this front end beside the one before issue D)"
-python3 bench/enumeration.py --timeout 90 || fail "enumeration benchmark"
 step "benchmark: cold build of a 1016-variant matmul library (-j $jobs)"
 TAOT_BIN=$taot_bin python3 bench/cold_build.py -j "$jobs" || fail "cold build benchmark"
 
