@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "arg_kinds.h"
 #include "literals.h"
 #include "names.h"
 #include "taot/codegen/sha256.h"
@@ -47,76 +48,6 @@ std::string boolean(bool value) { return value ? "true" : "false"; }
 std::string rule(std::string_view name) {
   const std::size_t used = 4 + name.size();
   return std::string(used < 96 ? 96 - used : 3, '-');
-}
-
-std::string cpp_type(const Arg& arg) {
-  switch (arg.kind) {
-    case ArgKind::pointer: return "taot::Ptr";
-    case ArgKind::tensordesc: return "const taot::TensorDesc&";
-    case ArgKind::int_scalar:
-      return std::find(arg.types.begin(), arg.types.end(), DType::i64) != arg.types.end() ? "std::int64_t"
-                                                                                          : "std::int32_t";
-    case ArgKind::float_scalar: return arg.types.at(0) == DType::fp64 ? "double" : "float";
-    case ArgKind::bool_scalar: return "bool";
-    case ArgKind::constexpr_value: break;
-  }
-  return "void";
-}
-
-std::string c_type(const Arg& arg) {
-  switch (arg.kind) {
-    case ArgKind::pointer: return "taot_ptr";
-    case ArgKind::tensordesc: return "const taot_tensordesc*";
-    case ArgKind::int_scalar:
-      return std::find(arg.types.begin(), arg.types.end(), DType::i64) != arg.types.end() ? "int64_t" : "int32_t";
-    case ArgKind::float_scalar: return arg.types.at(0) == DType::fp64 ? "double" : "float";
-    case ArgKind::bool_scalar: return "bool";
-    case ArgKind::constexpr_value: break;
-  }
-  return "void";
-}
-
-std::string table_kind(ArgKind kind) {
-  switch (kind) {
-    case ArgKind::pointer: return "pointer";
-    case ArgKind::int_scalar: return "int_scalar";
-    case ArgKind::float_scalar: return "float_scalar";
-    case ArgKind::bool_scalar: return "bool_scalar";
-    case ArgKind::tensordesc: return "tensordesc";
-    case ArgKind::constexpr_value: break;
-  }
-  return "pointer";
-}
-
-std::string or_list(const std::vector<DType>& dtypes) {
-  std::string text;
-  for (std::size_t i = 0; i < dtypes.size(); ++i) {
-    if (i > 0) text += i + 1 == dtypes.size() ? " or " : ", ";
-    text += dtype_name(dtypes[i]);
-  }
-  return text;
-}
-
-std::string block_text(const std::vector<std::uint32_t>& block) {
-  std::string text = "[";
-  for (std::size_t d = 0; d < block.size(); ++d) text += (d ? ", " : "") + number(block[d]);
-  return text + "]";
-}
-
-std::string arg_description(const Arg& arg) {
-  switch (arg.kind) {
-    case ArgKind::pointer: return "pointer to " + or_list(arg.types);
-    case ArgKind::int_scalar: return or_list(arg.types) + " integer";
-    case ArgKind::float_scalar: return std::string(dtype_name(arg.types.at(0))) + " scalar";
-    case ArgKind::bool_scalar: return "bool";
-    case ArgKind::tensordesc: {
-      std::string blocks;
-      for (const auto& block : arg.blocks) blocks += (blocks.empty() ? "" : ", ") + block_text(block);
-      return fmt::format("rank {} tensor descriptor of {}, block {}", arg.rank, or_list(arg.types), blocks);
-    }
-    case ArgKind::constexpr_value: break;
-  }
-  return "";
 }
 
 // Parameter names of the wrappers: the argument's name (keywords get a trailing underscore); a
@@ -301,6 +232,7 @@ class Renderer {
     std::vector<mstch::map> arg_items;
     for (std::size_t i = 0; i < call_args.size(); ++i) {
       const Arg& arg = kernel.args[call_args[i]];
+      const detail::ArgKindRules& rules = detail::arg_kind_rules(arg.kind);
       std::vector<std::string> types;
       for (DType dtype : arg.types) types.emplace_back(dtype_enumerator(dtype));
       const std::string c_arg = fmt::format("taot::arg({})", params[i]);
@@ -313,11 +245,11 @@ class Renderer {
           {"arg_name", arg.name},
           {"name_literal", c_string_literal(arg.name)},
           {"param", params[i]},
-          {"description", arg_description(arg)},
-          {"cpp_type", cpp_type(arg)},
-          {"c_type", c_type(arg)},
+          {"description", rules.description(arg)},
+          {"cpp_type", rules.cpp_type(arg)},
+          {"c_type", rules.c_type(arg)},
           {"c_arg", c_arg},
-          {"kind", table_kind(arg.kind)},
+          {"kind", std::string(rules.table_enumerator)},
           {"types", value_list(types)},
           {"type_count", number(arg.types.size())},
           {"output", std::string(arg.output ? "true" : "false")},

@@ -14,18 +14,22 @@
 #include <set>
 #include <unordered_map>
 
+#include "arg_kinds.h"
+#include "json_reader.h"
 #include "names.h"
 #include "taot/codegen/sha256.h"
 
 namespace taot::codegen {
 namespace {
 
-using json = nlohmann::json;
-
-constexpr std::uint64_t kMaxU16 = std::numeric_limits<std::uint16_t>::max();
-constexpr std::uint64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
-constexpr std::uint64_t kMaxRank = 8;
-constexpr std::uint64_t kMaxI64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+using detail::child;
+using detail::describe;
+using detail::join_names;
+using detail::json;
+using detail::kMaxI64;
+using detail::kMaxU16;
+using detail::kMaxU32;
+using detail::Reader;
 
 struct DTypeNames {
   DType dtype;
@@ -33,65 +37,12 @@ struct DTypeNames {
   std::string_view enumerator;
 };
 constexpr DTypeNames kDTypes[] = {
-    {DType::i1, "i1", "TAOT_DTYPE_I1"},
-    {DType::i8, "i8", "TAOT_DTYPE_I8"},
-    {DType::i16, "i16", "TAOT_DTYPE_I16"},
-    {DType::i32, "i32", "TAOT_DTYPE_I32"},
-    {DType::i64, "i64", "TAOT_DTYPE_I64"},
-    {DType::u8, "u8", "TAOT_DTYPE_U8"},
-    {DType::u16, "u16", "TAOT_DTYPE_U16"},
-    {DType::u32, "u32", "TAOT_DTYPE_U32"},
-    {DType::u64, "u64", "TAOT_DTYPE_U64"},
-    {DType::fp8e4nv, "fp8e4nv", "TAOT_DTYPE_FP8E4NV"},
-    {DType::fp8e5, "fp8e5", "TAOT_DTYPE_FP8E5"},
-    {DType::fp16, "fp16", "TAOT_DTYPE_FP16"},
-    {DType::bf16, "bf16", "TAOT_DTYPE_BF16"},
-    {DType::fp32, "fp32", "TAOT_DTYPE_FP32"},
-    {DType::fp64, "fp64", "TAOT_DTYPE_FP64"},
+#define TAOT_DTYPE_NAMES(ENUM, name, value, bytes, dlpack_code, dlpack_bits, typestr, torch_name) \
+  {DType::name, #name, "TAOT_DTYPE_" #ENUM},
+    TAOT_DTYPES(TAOT_DTYPE_NAMES)
+#undef TAOT_DTYPE_NAMES
 };
 
-// A short description of a JSON value for "expected X, got Y" messages.
-std::string describe(const json& value) {
-  switch (value.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return value.get<bool>() ? "true" : "false";
-    case json::value_t::string: {
-      const auto& text = value.get_ref<const std::string&>();
-      if (text.size() <= 60) return value.dump(-1, ' ', false, json::error_handler_t::replace);
-      // Cut before byte 57 at a character boundary: never inside a UTF-8 sequence.
-      std::size_t cut = 57;
-      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-      return json(text.substr(0, cut) + "...").dump(-1, ' ', false, json::error_handler_t::replace);
-    }
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-    case json::value_t::number_float: return value.dump();
-    default: return "an unreadable value";
-  }
-}
-
-std::string join_names(const std::vector<DType>& dtypes) {
-  std::string text;
-  for (DType dtype : dtypes) {
-    if (!text.empty()) text += ", ";
-    text += dtype_name(dtype);
-  }
-  return text;
-}
-
-std::string_view kind_name(ArgKind kind) {
-  switch (kind) {
-    case ArgKind::pointer: return "pointer";
-    case ArgKind::int_scalar: return "int";
-    case ArgKind::float_scalar: return "float";
-    case ArgKind::bool_scalar: return "bool";
-    case ArgKind::tensordesc: return "tensordesc";
-    case ArgKind::constexpr_value: return "constexpr";
-  }
-  return "?";
-}
 
 std::string describe_value(const ConfigValue& value) {
   if (const auto* integer = std::get_if<std::int64_t>(&value)) return std::to_string(*integer);
@@ -99,145 +50,6 @@ std::string describe_value(const ConfigValue& value) {
   if (const auto* flag = std::get_if<bool>(&value)) return *flag ? "true" : "false";
   return std::string(dtype_name(std::get<DType>(value)));
 }
-
-std::string child(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-std::string child(const std::string& path, std::size_t index) { return fmt::format("{}[{}]", path, index); }
-
-// Reads typed values out of the JSON tree. The first failure is kept; after it every accessor
-// returns a harmless default, so callers check failed() once at the end of a unit of work.
-class Reader {
- public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
-
-  bool failed() const noexcept { return error_.has_value(); }
-  Status error() const { return input_error(*error_); }
-
-  void fail(const std::string& path, const std::string& problem) {
-    if (!error_) error_ = path.empty() ? fmt::format("{}: {}", file_, problem) : fmt::format("{}: {}: {}", file_, path, problem);
-  }
-
-  // The member `key` of `object` (which must be an object), or null after recording "missing".
-  const json* member(const json* object, std::string_view key, const std::string& path) {
-    if (object == nullptr || failed()) return nullptr;
-    auto found = object->find(key);
-    if (found == object->end()) {
-      fail(child(path, key), "missing");
-      return nullptr;
-    }
-    return &*found;
-  }
-
-  const json* object_value(const json* value, const std::string& path) {
-    if (value == nullptr || failed()) return nullptr;
-    if (!value->is_object()) {
-      fail(path, "expected an object, got " + describe(*value));
-      return nullptr;
-    }
-    return value;
-  }
-
-  // An array of `min_size` to `max_size` elements.
-  const json* array_value(const json* value, const std::string& path, std::size_t min_size = 0,
-                          std::uint64_t max_size = kMaxU16) {
-    if (value == nullptr || failed()) return nullptr;
-    if (!value->is_array()) {
-      fail(path, "expected an array, got " + describe(*value));
-      return nullptr;
-    }
-    if (value->size() < min_size) {
-      fail(path, min_size == 1 ? "expected at least one entry, got none"
-                               : fmt::format("expected at least {} entries, got {}", min_size, value->size()));
-      return nullptr;
-    }
-    if (value->size() > max_size) {
-      fail(path, fmt::format("{} entries are more than the runtime's tables hold ({})", value->size(), max_size));
-      return nullptr;
-    }
-    return value;
-  }
-
-  std::string string_value(const json* value, const std::string& path) {
-    if (value == nullptr || failed()) return {};
-    if (!value->is_string()) {
-      fail(path, "expected a string, got " + describe(*value));
-      return {};
-    }
-    return value->get<std::string>();
-  }
-
-  std::uint64_t unsigned_value(const json* value, const std::string& path, std::uint64_t max) {
-    if (value == nullptr || failed()) return 0;
-    if (!value->is_number_unsigned() && !(value->is_number_integer() && value->get<std::int64_t>() >= 0)) {
-      fail(path, "expected an unsigned integer, got " + describe(*value));
-      return 0;
-    }
-    const auto number = value->get<std::uint64_t>();
-    if (number > max) {
-      fail(path, fmt::format("expected an unsigned integer of at most {}, got {}", max, number));
-      return 0;
-    }
-    return number;
-  }
-
-  std::int64_t integer_value(const json* value, const std::string& path) {
-    if (value == nullptr || failed()) return 0;
-    if (!value->is_number_integer()) {
-      fail(path, "expected an integer, got " + describe(*value));
-      return 0;
-    }
-    if (value->is_number_unsigned() && value->get<std::uint64_t>() > kMaxI64) {
-      fail(path, fmt::format("{} is out of range for a 64-bit signed integer", value->get<std::uint64_t>()));
-      return 0;
-    }
-    return value->get<std::int64_t>();
-  }
-
-  bool bool_value(const json* value, const std::string& path) {
-    if (value == nullptr || failed()) return false;
-    if (!value->is_boolean()) {
-      fail(path, "expected true or false, got " + describe(*value));
-      return false;
-    }
-    return value->get<bool>();
-  }
-
-  DType dtype_value(const json* value, const std::string& path) {
-    const std::string name = string_value(value, path);
-    if (failed()) return DType::i32;
-    const auto dtype = dtype_from_name(name);
-    if (!dtype) {
-      fail(path, fmt::format("unknown dtype \"{}\" (known: i1, i8, i16, i32, i64, u8, u16, u32, u64, fp8e4nv, "
-                             "fp8e5, fp16, bf16, fp32, fp64)",
-                             name));
-      return DType::i32;
-    }
-    return *dtype;
-  }
-
-  // Shorthands reading member `key` of `object`.
-  std::string get_string(const json* object, std::string_view key, const std::string& path) {
-    return string_value(member(object, key, path), child(path, key));
-  }
-  std::uint64_t get_unsigned(const json* object, std::string_view key, const std::string& path, std::uint64_t max) {
-    return unsigned_value(member(object, key, path), child(path, key), max);
-  }
-  bool get_bool(const json* object, std::string_view key, const std::string& path) {
-    return bool_value(member(object, key, path), child(path, key));
-  }
-  const json* get_array(const json* object, std::string_view key, const std::string& path, std::size_t min_size = 0,
-                        std::uint64_t max_size = kMaxU16) {
-    return array_value(member(object, key, path), child(path, key), min_size, max_size);
-  }
-  const json* get_object(const json* object, std::string_view key, const std::string& path) {
-    return object_value(member(object, key, path), child(path, key));
-  }
-
- private:
-  std::string file_;
-  std::optional<std::string> error_;
-};
 
 // Names the generated code defines for each kernel, to find clashes between kernels: C++ names
 // in the library's namespace and C functions at global scope, kept apart by a tag that also
@@ -417,91 +229,19 @@ class ManifestParser {
       }
       const std::string kind = reader_.get_string(object, "kind", arg_path);
       if (reader_.failed()) return;
-      if (kind == "pointer") {
-        arg.kind = ArgKind::pointer;
-        arg.types = read_dtype_list(reader_.get_array(object, "dtypes", arg_path, 1), child(arg_path, "dtypes"), {});
-        if (object->contains("output")) arg.output = reader_.get_bool(object, "output", arg_path);  // optional
-        if (object->contains("rank")) {                                                              // optional
-          arg.rank = static_cast<std::uint8_t>(reader_.get_unsigned(object, "rank", arg_path, kMaxRank));
-          if (!reader_.failed() && arg.rank == 0) reader_.fail(child(arg_path, "rank"), "expected 1 to 8, got 0");
-        }
-      } else if (kind == "tensordesc") {
-        arg.kind = ArgKind::tensordesc;
-        arg.types = read_dtype_list(reader_.get_array(object, "dtypes", arg_path, 1), child(arg_path, "dtypes"), {});
-        if (object->contains("output")) arg.output = reader_.get_bool(object, "output", arg_path);  // optional
-        arg.rank = static_cast<std::uint8_t>(reader_.get_unsigned(object, "rank", arg_path, kMaxTensordescRank));
-        if (!reader_.failed() && arg.rank == 0) reader_.fail(child(arg_path, "rank"), "expected 1 to 5, got 0");
-        if (!reader_.failed()) arg.blocks = read_blocks(reader_.get_array(object, "blocks", arg_path, 1),
-                                                        child(arg_path, "blocks"), arg.rank);
-      } else if (kind == "int") {
-        arg.kind = ArgKind::int_scalar;
-        arg.types = read_dtype_list(reader_.get_array(object, "types", arg_path, 1), child(arg_path, "types"),
-                                    {DType::i32, DType::i64});
-      } else if (kind == "float") {
-        arg.kind = ArgKind::float_scalar;
-        arg.types = read_dtype_list(reader_.get_array(object, "types", arg_path, 1, 1), child(arg_path, "types"),
-                                    {DType::fp32, DType::fp64});
-      } else if (kind == "bool") {
-        arg.kind = ArgKind::bool_scalar;
-        arg.types = {DType::i1};
-      } else if (kind == "constexpr") {
-        arg.kind = ArgKind::constexpr_value;
-      } else {
+      const detail::ArgKindRules* rules = detail::arg_kind_by_manifest_name(kind);
+      if (rules == nullptr) {
         reader_.fail(child(arg_path, "kind"),
-                     fmt::format("unknown argument kind \"{}\" (expected pointer, int, float, bool, tensordesc or constexpr)", kind));
+                     fmt::format("unknown argument kind \"{}\" (expected {})", kind, detail::arg_kind_names()));
         return;
       }
+      arg.kind = rules->kind;
+      rules->read_arg(reader_, *object, arg_path, arg);
       if (arg.is_call_argument() && ++call_count > kMaxU16) {
         reader_.fail(path, fmt::format("more than {} call arguments", kMaxU16));
       }
       kernel.args.push_back(std::move(arg));
     }
-  }
-
-  // A list of block shapes, each `rank` dims of 1 to 256, distinct (a tensordesc's "blocks").
-  std::vector<std::vector<std::uint32_t>> read_blocks(const json* list, const std::string& path, std::size_t rank) {
-    std::vector<std::vector<std::uint32_t>> blocks;
-    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
-      std::vector<std::uint32_t> block = read_block(&(*list)[i], child(path, i), rank);
-      if (!reader_.failed() && std::find(blocks.begin(), blocks.end(), block) != blocks.end()) {
-        reader_.fail(child(path, i), "a block shape listed twice");
-      }
-      if (!reader_.failed() && blocks.size() == kMaxU16) reader_.fail(path, fmt::format("more than {} blocks", kMaxU16));
-      blocks.push_back(std::move(block));
-    }
-    return blocks;
-  }
-
-  // One block shape: exactly `rank` dims, each 1 to 256 (TMA's box limit).
-  std::vector<std::uint32_t> read_block(const json* value, const std::string& path, std::size_t rank) {
-    std::vector<std::uint32_t> block;
-    if (value == nullptr || reader_.failed()) return block;
-    if (!value->is_array() || value->size() != rank) {
-      reader_.fail(path, fmt::format("expected a list of {} block dims, got {}", rank, describe(*value)));
-      return block;
-    }
-    for (std::size_t d = 0; d < rank && !reader_.failed(); ++d) {
-      const auto dim = static_cast<std::uint32_t>(reader_.unsigned_value(&(*value)[d], child(path, d), 256));
-      if (!reader_.failed() && dim == 0) reader_.fail(child(path, d), "expected 1 to 256, got 0");
-      block.push_back(dim);
-    }
-    return block;
-  }
-
-  // Distinct dtype names; each must be in `allowed` unless it is empty.
-  std::vector<DType> read_dtype_list(const json* list, const std::string& path, const std::vector<DType>& allowed) {
-    std::vector<DType> dtypes;
-    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
-      const DType dtype = reader_.dtype_value(&(*list)[i], child(path, i));
-      if (reader_.failed()) break;
-      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), dtype) == allowed.end()) {
-        reader_.fail(child(path, i), fmt::format("expected one of {}, got \"{}\"", join_names(allowed), dtype_name(dtype)));
-      } else if (std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end()) {
-        reader_.fail(child(path, i), fmt::format("\"{}\" is listed twice", dtype_name(dtype)));
-      }
-      dtypes.push_back(dtype);
-    }
-    return dtypes;
   }
 
   ConfigValue read_config_value(const json* value, FieldKind kind, const std::string& path) {
@@ -636,38 +376,12 @@ class ManifestParser {
         return;
       }
       ArgSpecialization spec;
-      if (arg.kind == ArgKind::tensordesc) {
-        spec.type = reader_.dtype_value(reader_.member(entry, "dtype", entry_path), child(entry_path, "dtype"));
-        const std::vector<std::uint32_t> block =
-            read_block(reader_.member(entry, "block", entry_path), child(entry_path, "block"), arg.rank);
-        const auto found = std::find(arg.blocks.begin(), arg.blocks.end(), block);
-        if (!reader_.failed() && found == arg.blocks.end()) {
-          reader_.fail(child(entry_path, "block"), fmt::format("{} is not among the blocks of tensordesc argument {}",
-                                                               json(block).dump(), arg.name));
-        }
-        spec.block = static_cast<std::uint16_t>(found - arg.blocks.begin());
-      } else if (arg.kind == ArgKind::pointer) {
-        spec.type = reader_.dtype_value(reader_.member(entry, "dtype", entry_path), child(entry_path, "dtype"));
-        const auto align = reader_.get_unsigned(entry, "align", entry_path, kMaxU32);
-        if (!reader_.failed() && align != 0 && align != 16) {
-          reader_.fail(child(entry_path, "align"), fmt::format("expected 16 or 0 (any), got {}", align));
-        }
-        spec.hint = static_cast<std::uint8_t>(align);
-      } else {
-        spec.type = reader_.dtype_value(reader_.member(entry, "type", entry_path), child(entry_path, "type"));
-        if (arg.kind == ArgKind::int_scalar) {
-          const auto hint = reader_.get_unsigned(entry, "hint", entry_path, kMaxU32);
-          if (!reader_.failed() && hint != 0 && hint != 1 && hint != 16) {
-            reader_.fail(child(entry_path, "hint"), fmt::format("expected 1 (==1), 16 (%16==0) or 0 (none), got {}", hint));
-          }
-          spec.hint = static_cast<std::uint8_t>(hint);
-        }
-      }
-      const std::string type_key = arg.kind == ArgKind::pointer || arg.kind == ArgKind::tensordesc ? "dtype" : "type";
+      const detail::ArgKindRules& rules = detail::arg_kind_rules(arg.kind);
+      rules.read_specialization(reader_, arg, *entry, entry_path, spec);
       if (!reader_.failed() && std::find(arg.types.begin(), arg.types.end(), spec.type) == arg.types.end()) {
-        reader_.fail(child(entry_path, type_key), fmt::format("\"{}\" is not among the types of {} argument {} ({})",
-                                                              dtype_name(spec.type), kind_name(arg.kind), arg.name,
-                                                              join_names(arg.types)));
+        reader_.fail(child(entry_path, rules.type_key),
+                     fmt::format("\"{}\" is not among the types of {} argument {} ({})", dtype_name(spec.type),
+                                 rules.manifest_name, arg.name, join_names(arg.types)));
       }
       variant.specialization.push_back(spec);
     }
@@ -760,10 +474,10 @@ class ManifestParser {
         if (reader_.failed()) break;
         if (const auto index = call_argument_index(kernel, call_args, name, child(instr_path, "name"))) {
           const Arg& arg = kernel.args[call_args[*index]];
-          if (arg.kind != ArgKind::int_scalar) {
+          if (!detail::arg_kind_rules(arg.kind).grid_operand) {
             reader_.fail(child(instr_path, "name"), fmt::format("\"{}\" is a {} argument; a grid can only use int call "
                                                                 "arguments",
-                                                                name, kind_name(arg.kind)));
+                                                                name, detail::arg_kind_rules(arg.kind).manifest_name));
           }
           instr.arg = *index;
         }
@@ -863,7 +577,7 @@ class ManifestParser {
       if (!reader_.failed() && meta.elem_size != 1 && meta.elem_size != 2 && meta.elem_size != 4 && meta.elem_size != 8) {
         reader_.fail(child(entry_path, "elem_size"), fmt::format("expected 1, 2, 4 or 8, got {}", meta.elem_size));
       }
-      meta.block_size = read_block(reader_.member(entry, "block_size", entry_path), child(entry_path, "block_size"),
+      meta.block_size = reader_.read_block(reader_.member(entry, "block_size", entry_path), child(entry_path, "block_size"),
                                    descriptors[i]->rank);
       image.tensordesc_meta.push_back(std::move(meta));
     }
@@ -892,6 +606,16 @@ class ManifestParser {
 };
 
 }  // namespace
+
+namespace detail {
+
+std::string known_dtype_names() {
+  std::string text;
+  for (const auto& entry : kDTypes) text += (text.empty() ? "" : ", ") + std::string(entry.name);
+  return text;
+}
+
+}  // namespace detail
 
 std::string_view dtype_name(DType dtype) noexcept {
   for (const auto& entry : kDTypes) {

@@ -12,51 +12,11 @@ namespace {
 
 using table::ArgKind;
 
-constexpr int kIntFacts = 2 * kIntClasses;
-
-int fact_count(const table::Arg& arg) {
-  switch (arg.kind) {
-    case ArgKind::pointer: return 2 * arg.type_count;
-    case ArgKind::int_scalar: return kIntFacts;
-    case ArgKind::tensordesc: return arg.type_count * (arg.block_count + 1);
-    default: return 1;
-  }
-}
-
-bool accepts(const table::Arg& arg, const table::ArgSpecialization& spec, int fact) {
-  switch (arg.kind) {
-    case ArgKind::pointer: {
-      const bool aligned = (fact % 2) == 1;
-      return spec.type == arg.types[fact / 2] && (spec.hint == 0 || aligned);
-    }
-    case ArgKind::int_scalar: {
-      const bool wide = fact / kIntClasses == 1;
-      const int divisibility = fact % kIntClasses;
-      if (wide && spec.type != TAOT_DTYPE_I64) return false;
-      return spec.hint == 0 || (spec.hint == 16 && divisibility == kIntDiv16) ||
-             (spec.hint == 1 && divisibility == kIntOne);
-    }
-    case ArgKind::tensordesc: {
-      const int blocks = arg.block_count + 1;
-      const int block = fact % blocks;
-      return spec.type == arg.types[fact / blocks] && (block == arg.block_count || block == spec.block);
-    }
-    default: return true;
-  }
-}
-
-// How specialized a variant is: each alignment or %16 assumption counts 1, ==1 counts 2 (it also
-// removes the argument), a 32-bit int type counts 1 (over 64-bit).
+// How specialized a variant is: the sum of its arguments' scores (arg_kinds.h).
 int specialization_score(const table::KernelTable& table, const table::Variant& variant) {
   int score = 0;
-  for (std::size_t a = 0; a < table.arg_count; ++a) {
-    const auto& spec = variant.specialization[a];
-    if (table.args[a].kind == ArgKind::pointer && spec.hint == 16) score += 1;
-    if (table.args[a].kind == ArgKind::int_scalar) {
-      score += spec.hint == 1 ? 2 : spec.hint == 16 ? 1 : 0;
-      if (spec.type == TAOT_DTYPE_I32 && table.args[a].type_count > 1) score += 1;
-    }
-  }
+  for (std::size_t a = 0; a < table.arg_count; ++a)
+    score += detail::specialization_score(table.args[a], variant.specialization[a]);
   return score;
 }
 
@@ -97,6 +57,8 @@ std::string request_text(const table::ConfigField& field, const FieldRequest& re
   }
 }
 
+}  // namespace
+
 std::string hex(std::uint64_t value) {
   static const char* digits = "0123456789abcdef";
   std::string text;
@@ -106,8 +68,6 @@ std::string hex(std::uint64_t value) {
   } while (value != 0);
   return "0x" + text;
 }
-
-}  // namespace
 
 DispatchIndex::DispatchIndex(const table::KernelTable& table)
     : table_(&table),
@@ -130,11 +90,9 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
                                                 " has a config value out of range");
     for (std::size_t a = 0; a < table.arg_count; ++a) {
       const table::Arg& arg = table.args[a];
-      if (arg.kind == ArgKind::tensordesc &&
-          (arg.rank == 0 || arg.rank > TAOT_TENSORDESC_MAX_RANK || arg.blocks == nullptr ||
-           variant.specialization[a].block >= arg.block_count))
-        return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": variant " + variant.id +
-                                                " has a bad block table for argument " + arg.name);
+      if (const char* problem = table_problem(arg, variant.specialization[a]))
+        return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": variant " + variant.id + " has " + problem +
+                                                " for argument " + arg.name);
     }
     std::size_t descriptors = 0;
     for (std::size_t a = 0; a < table.arg_count; ++a) descriptors += table.args[a].kind == ArgKind::tensordesc;
@@ -164,11 +122,11 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
     facts += static_cast<std::size_t>(fact_count(arg));
     index.fact_radix_.push_back(static_cast<std::size_t>(fact_count(arg)));
     if (memo_size <= kMaxMemo) memo_size *= static_cast<std::size_t>(fact_count(arg));
-    std::array<std::int8_t, kDtypeSlots> slots;
+    DtypeSlots slots;
     slots.fill(-1);
     for (std::uint16_t slot = 0; slot < arg.type_count; ++slot) {
       const auto dtype = static_cast<std::size_t>(arg.types[slot]);
-      if (dtype >= kDtypeSlots || slot > 63)
+      if (dtype >= TAOT_DTYPE_SLOTS || slot > 63)
         return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": argument " + arg.name + " has a bad type table");
       slots[dtype] = static_cast<std::int8_t>(slot);
     }
@@ -227,7 +185,7 @@ Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t ar
                                                       std::to_string(table_->variant_count) + " variants)");
     const std::size_t bit = position_[variant];
     for (std::size_t a = 0; a < table_->arg_count; ++a) {
-      const int fact = fact_of(a, args[a]);
+      const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
       if (fact < 0 || !test_bit(fact_mask(a, fact), bit)) return explain_variant_rejects(variant, args);
     }
     return variant;
@@ -257,7 +215,7 @@ Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const
   std::fill(mask, mask + words_, ~std::uint64_t{0});
 
   for (std::size_t a = 0; a < table_->arg_count; ++a) {
-    const int fact = fact_of(a, args[a]);
+    const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
     if (fact < 0) return explain_miss(args, selection);
     const std::uint64_t* accepted = fact_mask(a, fact);
     for (std::size_t w = 0; w < words_; ++w) mask[w] &= accepted[w];
@@ -280,28 +238,6 @@ Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const
   return explain_miss(args, selection);
 }
 
-std::string DispatchIndex::describe_value(std::size_t arg_index, const taot_arg& value) const {
-  const table::Arg& arg = table_->args[arg_index];
-  switch (arg.kind) {
-    case ArgKind::pointer:
-      return std::string(arg.name) + " = " + dtype_name(static_cast<DType>(value.dtype)) + " pointer " +
-             hex(value.address) + ((value.address % 16) == 0 ? " (16-byte aligned)" : " (not 16-byte aligned)");
-    case ArgKind::int_scalar: return std::string(arg.name) + " = " + std::to_string(value.integer);
-    case ArgKind::tensordesc: {
-      const taot_tensordesc* desc = value.tensordesc;
-      if (desc == nullptr) return std::string(arg.name) + " = a null descriptor";
-      std::string text = std::string(arg.name) + " = a rank " + std::to_string(desc->rank) + " " +
-                         dtype_name(static_cast<DType>(desc->dtype)) + " descriptor";
-      if (desc->rank != arg.rank) return text + " (the argument has rank " + std::to_string(arg.rank) + ")";
-      if (block_fact(arg, *desc) == arg.block_count) return text;
-      std::uint32_t block[TAOT_TENSORDESC_MAX_RANK] = {};
-      for (std::uint8_t d = 0; d < arg.rank; ++d) block[d] = static_cast<std::uint32_t>(desc->block_shape[d]);
-      return text + " with block_shape " + dims_text(block, arg.rank);
-    }
-    default: return arg.name;
-  }
-}
-
 // What the variants in `among` were compiled to take for one argument, e.g.
 // "fp32 align 16, fp32 any alignment".
 std::string DispatchIndex::compiled_choices(std::size_t arg_index, const std::vector<std::uint64_t>& among) const {
@@ -309,11 +245,7 @@ std::string DispatchIndex::compiled_choices(std::size_t arg_index, const std::ve
   std::vector<std::string> choices;
   for (std::uint32_t v = 0; v < table_->variant_count; ++v) {
     if (!test_bit(among.data(), position_[v])) continue;
-    const auto& spec = table_->variants[v].specialization[arg_index];
-    std::string choice = dtype_name(static_cast<DType>(spec.type));
-    if (arg.kind == ArgKind::pointer) choice += spec.hint == 16 ? " align 16" : " any alignment";
-    if (arg.kind == ArgKind::int_scalar) choice += spec.hint == 1 ? " ==1" : spec.hint == 16 ? " %16==0" : " any value";
-    if (arg.kind == ArgKind::tensordesc) choice += " block " + dims_text(arg.blocks + std::size_t{spec.block} * arg.rank, arg.rank);
+    const std::string choice = compiled_choice(arg, table_->variants[v].specialization[arg_index]);
     if (std::find(choices.begin(), choices.end(), choice) == choices.end()) choices.push_back(choice);
   }
   std::string text;
@@ -349,7 +281,7 @@ Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& select
   }
   for (std::size_t a = 0; a < table_->arg_count; ++a) {
     const table::Arg& arg = table_->args[a];
-    const int fact = fact_of(a, args[a]);
+    const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
     std::vector<std::uint64_t> next(words_, 0);
     if (fact >= 0) {
       const std::uint64_t* accepted = fact_mask(a, fact);
@@ -358,7 +290,7 @@ Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& select
     if (!any_bit(next)) {
       const bool requested = selection.fields() != nullptr;
       return Status::error(TAOT_NO_MATCHING_VARIANT,
-                           qualified_name_ + ": no compiled variant accepts " + describe_value(a, args[a]) + "; " +
+                           qualified_name_ + ": no compiled variant accepts " + describe_value(table_->args[a], args[a]) + "; " +
                                (a > 0 || requested ? "given the arguments before it" : "") +
                                (requested ? (a > 0 ? " and the requested config" : "given the requested config") : "") +
                                (a > 0 || requested ? ", " : "") + "the variants take " + arg.name + " as: " +
@@ -372,12 +304,12 @@ Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& select
 Status DispatchIndex::explain_variant_rejects(std::size_t variant, const taot_arg* args) const {
   const std::size_t bit = position_[variant];
   for (std::size_t a = 0; a < table_->arg_count; ++a) {
-    const int fact = fact_of(a, args[a]);
+    const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
     if (fact >= 0 && test_bit(fact_mask(a, fact), bit)) continue;
     std::vector<std::uint64_t> only(words_, 0);
     set_bit(only.data(), bit);
     return Status::error(TAOT_NO_MATCHING_VARIANT, qualified_name_ + ": variant " + table_->variants[variant].id +
-                                                       " does not accept " + describe_value(a, args[a]) +
+                                                       " does not accept " + describe_value(table_->args[a], args[a]) +
                                                        "; it takes " + table_->args[a].name + " as: " +
                                                        compiled_choices(a, only));
   }

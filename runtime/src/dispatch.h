@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "arg_kinds.h"
 #include "taot/runtime.h"
 
 namespace taot::detail {
@@ -21,7 +22,6 @@ namespace taot::detail {
 // bit of a candidate set is the one to launch.
 class DispatchIndex {
  public:
-  static constexpr std::size_t kDtypeSlots = 16;    // taot_dtype values are below this
   static constexpr std::size_t kMaxMemo = 1 << 16;  // entries of the automatic-selection memo
 
   // Fails with TAOT_INTERNAL when the table is malformed (a bug in the generator).
@@ -41,9 +41,6 @@ class DispatchIndex {
  private:
   explicit DispatchIndex(const table::KernelTable& table);
 
-  // The fact an argument value shows, an index into that argument's masks; -1 for a pointer whose
-  // dtype no variant takes.
-  int fact_of(std::size_t arg_index, const taot_arg& value) const noexcept;
   const std::uint64_t* fact_mask(std::size_t arg_index, int fact) const noexcept {
     return &fact_masks_[(arg_fact_offset_[arg_index] + static_cast<std::size_t>(fact)) * words_];
   }
@@ -61,7 +58,6 @@ class DispatchIndex {
   Status check_arity(std::size_t arg_count) const;
   Status explain_miss(const taot_arg* args, const Selection& selection) const;
   Status explain_variant_rejects(std::size_t variant, const taot_arg* args) const;
-  std::string describe_value(std::size_t arg_index, const taot_arg& value) const;
   std::string compiled_choices(std::size_t arg_index, const std::vector<std::uint64_t>& among) const;
 
   const table::KernelTable* table_;
@@ -73,60 +69,13 @@ class DispatchIndex {
   std::vector<std::uint64_t> fact_masks_;
   std::vector<std::size_t> field_value_offset_;
   std::vector<std::uint64_t> value_masks_;
-  // Per pointer argument, the slot of each taot_dtype value in the argument's type list (-1: none).
-  std::vector<std::array<std::int8_t, kDtypeSlots>> dtype_slots_;
+  // Per argument, the slot of each taot_dtype value in the argument's type list (-1: none).
+  std::vector<DtypeSlots> dtype_slots_;
   // Automatic selections memoized by the arguments' facts (mixed radix over the arguments' fact
   // counts): -1 until first seen. Absent when the fact space is too large to tabulate.
   std::vector<std::size_t> fact_radix_;
   std::unique_ptr<std::atomic<std::int32_t>[]> memo_;
 };
-
-// Int facts: whether the value fits in 32 bits, times its divisibility class.
-inline constexpr int kIntPlain = 0, kIntDiv16 = 1, kIntOne = 2, kIntClasses = 3;
-// Descriptor facts: the dtype slot times (block index, or block_count for "no block given").
-inline int block_fact(const table::Arg& arg, const taot_tensordesc& desc) noexcept;
-
-inline int DispatchIndex::fact_of(std::size_t arg_index, const taot_arg& value) const noexcept {
-  const table::Arg& arg = table_->args[arg_index];
-  switch (arg.kind) {
-    case table::ArgKind::pointer: {
-      const auto dtype = static_cast<std::uint32_t>(value.dtype);
-      const int slot = dtype < kDtypeSlots ? dtype_slots_[arg_index][dtype] : -1;
-      return slot < 0 ? -1 : 2 * slot + ((value.address % 16) == 0 ? 1 : 0);
-    }
-    case table::ArgKind::int_scalar: {
-      const std::int64_t integer = value.integer;
-      const bool wide = integer < std::numeric_limits<std::int32_t>::min() ||
-                        integer > std::numeric_limits<std::int32_t>::max();
-      const int divisibility = integer == 1 ? kIntOne : (integer % 16 == 0 ? kIntDiv16 : kIntPlain);
-      return (wide ? kIntClasses : 0) + divisibility;
-    }
-    case table::ArgKind::tensordesc: {
-      const taot_tensordesc* desc = value.tensordesc;
-      if (desc == nullptr || desc->rank != arg.rank) return -1;
-      const auto dtype = static_cast<std::uint32_t>(desc->dtype);
-      const int slot = dtype < kDtypeSlots ? dtype_slots_[arg_index][dtype] : -1;
-      const int block = block_fact(arg, *desc);
-      return slot < 0 || block < 0 ? -1 : slot * (arg.block_count + 1) + block;
-    }
-    default: return 0;
-  }
-}
-
-// A descriptor's block fact: the index of its block_shape among the argument's compiled blocks,
-// `block_count` when it gives none (all zero: any variant's block), -1 when no variant has it.
-inline int block_fact(const table::Arg& arg, const taot_tensordesc& desc) noexcept {
-  bool given = false;
-  for (std::uint8_t d = 0; d < arg.rank; ++d) given = given || desc.block_shape[d] != 0;
-  if (!given) return arg.block_count;
-  for (std::uint16_t b = 0; b < arg.block_count; ++b) {
-    const std::uint32_t* block = arg.blocks + std::size_t{b} * arg.rank;
-    bool equal = true;
-    for (std::uint8_t d = 0; d < arg.rank; ++d) equal = equal && block[d] == static_cast<std::uint32_t>(desc.block_shape[d]);
-    if (equal) return b;
-  }
-  return -1;
-}
 
 inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t arg_count,
                                             const Selection& selection) const noexcept {
@@ -139,7 +88,7 @@ inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t ar
 inline bool DispatchIndex::memo_key(const taot_arg* args, std::size_t* key) const noexcept {
   std::size_t slot = 0;
   for (std::size_t a = 0; a < table_->arg_count; ++a) {
-    const int fact = fact_of(a, args[a]);
+    const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
     if (fact < 0) return false;
     slot = slot * fact_radix_[a] + static_cast<std::size_t>(fact);
   }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "arg_kinds.h"
 #include "dispatch.h"
 #include "grid.h"
 #include "module_cache.h"
@@ -35,17 +36,17 @@ struct KernelState {
   KernelState(DispatchIndex dispatch_index, const table::KernelTable& table)
       : index(std::move(dispatch_index)),
         functions(new std::atomic<LoadedFunction*>[table.variant_count]),
-        descriptor_ordinal(table.arg_count, 0) {
+        expanded_ordinal(table.arg_count, 0) {
     for (std::size_t v = 0; v < table.variant_count; ++v) functions[v].store(nullptr, std::memory_order_relaxed);
     for (std::size_t a = 0; a < table.arg_count; ++a)
-      if (table.args[a].kind == table::ArgKind::tensordesc) descriptor_ordinal[a] = descriptor_count++;
+      if (!packs_in_place(table.args[a])) expanded_ordinal[a] = expanded_count++;
   }
   DispatchIndex index;
   std::unique_ptr<std::atomic<LoadedFunction*>[]> functions;  // per variant
-  // Per call argument, its number among the descriptor arguments (the index of its entry in an
-  // image's tensordesc_meta); meaningful for descriptors only.
-  std::vector<std::uint16_t> descriptor_ordinal;
-  std::uint16_t descriptor_count = 0;
+  // Per call argument that does not pack in place (descriptors), its number among them: the index
+  // of its entry in an image's tensordesc_meta; 0 for the others.
+  std::vector<std::uint16_t> expanded_ordinal;
+  std::uint16_t expanded_count = 0;  // 0: every argument packs in place (the common, fast case)
 };
 
 namespace {
@@ -190,36 +191,43 @@ Expected<LoadedFunction*> function_for(const driver::Api& api, KernelState& stat
   return loaded;
 }
 
-// The parameters of `variant` for a kernel with descriptor arguments: each descriptor expanded
-// into what `image` takes (a TMA map, shape and strides on sm_90; Triton's decomposition below),
-// the other call arguments read in place, then the two scratch pointers. The values live in this
+// The parameters of `variant` for a kernel with arguments that expand (descriptors: a TMA map,
+// shape and strides on sm_90; Triton's decomposition below): each such argument packed by its
+// kind's rules, the others read in place, then the two scratch pointers. The values live in this
 // thread's storage until its next such launch, which the driver has copied them by.
-Expected<void**> descriptor_params(const driver::Api& api, const KernelState& state, const table::KernelTable& table,
-                                   const table::Variant& variant, const table::Image& image, const taot_arg* args,
-                                   CUdeviceptr* global_scratch, CUdeviceptr* profile_scratch) {
+Expected<void**> expanded_params(const driver::Api& api, const KernelState& state, const table::KernelTable& table,
+                                 const table::Variant& variant, const table::Image& image, const taot_arg* args,
+                                 CUdeviceptr* global_scratch, CUdeviceptr* profile_scratch) {
   thread_local std::vector<void*> params;
-  thread_local std::vector<TensordescParams> descriptors;
-  const bool with_maps = image.tensordesc_count > 0;
+  thread_local std::vector<TensordescParams> expanded;
   std::size_t param_count = 2;
   for (std::uint16_t p = 0; p < variant.param_count; ++p) {
     const table::Arg& arg = table.args[variant.params[p]];
-    param_count += arg.kind == table::ArgKind::tensordesc ? tensordesc_param_count(arg.rank, with_maps) : 1;
+    param_count += table::visit_arg_kind(arg.kind, [&](auto tag) -> std::size_t {
+      using Rules = RulesOf<decltype(tag)>;
+      if constexpr (Rules::kPacksInPlace) return 1;
+      else return Rules::param_count(arg, image);
+    });
   }
   if (params.size() < param_count) params.resize(param_count);
-  if (descriptors.size() < state.descriptor_count) descriptors.resize(state.descriptor_count);
+  if (expanded.size() < state.expanded_count) expanded.resize(state.expanded_count);
   std::size_t next = 0;
   for (std::uint16_t p = 0; p < variant.param_count; ++p) {
     const std::uint16_t a = variant.params[p];
     const table::Arg& arg = table.args[a];
-    if (arg.kind != table::ArgKind::tensordesc) {
-      params[next++] = const_cast<taot_arg*>(&args[a]);
-      continue;
-    }
-    const std::uint16_t ordinal = state.descriptor_ordinal[a];
-    const table::TensordescMeta* meta = with_maps ? &image.tensordescs[ordinal] : nullptr;
-    Status built = build_tensordesc_params(api, arg, *args[a].tensordesc, meta, descriptors[ordinal], &params[next]);
-    if (!built.ok()) return built;
-    next += tensordesc_param_count(arg.rank, with_maps);
+    Status packed = table::visit_arg_kind(arg.kind, [&](auto tag) -> Status {
+      using Rules = RulesOf<decltype(tag)>;
+      if constexpr (Rules::kPacksInPlace) {
+        params[next++] = const_cast<taot_arg*>(&args[a]);
+        return Status();
+      } else {
+        const std::uint16_t ordinal = state.expanded_ordinal[a];
+        Status status = Rules::pack(arg, args[a], PackSite{api, image, &expanded[ordinal], ordinal}, &params[next]);
+        next += Rules::param_count(arg, image);
+        return status;
+      }
+    });
+    if (!packed.ok()) return packed;
   }
   params[next++] = global_scratch;
   params[next] = profile_scratch;
@@ -329,15 +337,16 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
     if (image.profile_scratch_size > 0) profile_scratch = *buffer + layout->profile_offset;
   }
   // Parameters: the call arguments in the variant's order, read in place from the caller's
-  // taot_arg unions, then the two scratch pointers. Kernels with descriptor arguments take the
-  // expanded parameters instead (built per launch, off this path for all other kernels).
+  // taot_arg unions, then the two scratch pointers. Kernels with arguments that expand
+  // (descriptors) take the expanded parameters instead (built per launch, off this path for all
+  // other kernels).
   constexpr std::size_t kInlineParams = 64;
   void* inline_params[kInlineParams];
   std::vector<void*> heap_params;
   void** params = inline_params;
-  if ((*state)->descriptor_count > 0) {
-    Expected<void**> expanded = detail::descriptor_params(*api, **state, *table_, variant, image, args,
-                                                          &global_scratch, &profile_scratch);
+  if ((*state)->expanded_count > 0) {
+    Expected<void**> expanded = detail::expanded_params(*api, **state, *table_, variant, image, args,
+                                                        &global_scratch, &profile_scratch);
     if (!expanded.ok()) return std::move(expanded).take_status().with_context(detail::variant_name(index, variant));
     params = *expanded;
   } else {

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "taot/runtime.h"
-#include "tensordesc.h"
+#include "arg_kinds.h"
 
 namespace taot {
 namespace {
@@ -39,12 +39,7 @@ std::string VariantInfo::describe() const {
   for (std::size_t a = 0; a < table_->arg_count; ++a) {
     const table::Arg& arg = table_->args[a];
     const table::ArgSpecialization& spec = variant.specialization[a];
-    text += (a ? ", " : "") + std::string(arg.name) + ": " + dtype_name(static_cast<DType>(spec.type));
-    if (arg.kind == table::ArgKind::pointer && spec.hint == 16) text += " align 16";
-    if (arg.kind == table::ArgKind::int_scalar && spec.hint == 16) text += " %16";
-    if (arg.kind == table::ArgKind::int_scalar && spec.hint == 1) text += " ==1";
-    if (arg.kind == table::ArgKind::tensordesc)
-      text += " block " + detail::dims_text(arg.blocks + std::size_t{spec.block} * arg.rank, arg.rank);
+    text += (a ? ", " : "") + std::string(arg.name) + ": " + detail::variant_text(arg, spec);
   }
   text += ";";
   for (std::size_t f = 0; f < table_->field_count; ++f) {

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "taot/dtype_list.h"
 #include "taot/status_codes.h"
 
 #ifdef __cplusplus
@@ -15,13 +16,13 @@ extern "C" {
 #endif
 
 
-/* Element types. Values are stable: they are part of the ABI. */
+/* Element types (taot/dtype_list.h lists them). Values are stable: they are part of the ABI. */
 typedef enum taot_dtype {
   TAOT_DTYPE_UNKNOWN = 0,
-  TAOT_DTYPE_I1 = 1, TAOT_DTYPE_I8 = 2, TAOT_DTYPE_I16 = 3, TAOT_DTYPE_I32 = 4, TAOT_DTYPE_I64 = 5,
-  TAOT_DTYPE_U8 = 6, TAOT_DTYPE_U16 = 7, TAOT_DTYPE_U32 = 8, TAOT_DTYPE_U64 = 9,
-  TAOT_DTYPE_FP8E4NV = 10, TAOT_DTYPE_FP8E5 = 11, TAOT_DTYPE_FP16 = 12, TAOT_DTYPE_BF16 = 13,
-  TAOT_DTYPE_FP32 = 14, TAOT_DTYPE_FP64 = 15
+#define TAOT_DTYPE_ENUMERATOR(ENUM, name, value, bytes, dlpack_code, dlpack_bits, typestr, torch_name) \
+  TAOT_DTYPE_##ENUM = value,
+  TAOT_DTYPES(TAOT_DTYPE_ENUMERATOR)
+#undef TAOT_DTYPE_ENUMERATOR
 } taot_dtype;
 
 /* Tensor descriptors have 1 to 5 dimensions (TMA's limit). */

@@ -1,18 +1,42 @@
 // The data a generated library hands to the runtime: one KernelTable per kernel, made of plain
-// constant aggregates (no constructors, no logic) so that it is constant-initialized.
+// constant aggregates (no constructors, no logic) so that it is constant-initialized; and the list
+// of argument kinds with the one switch over it.
 // The code generator writes these from manifest.json; the runtime reads them. Field meanings follow
 // docs/manifest.md.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "taot/c_api.h"
 
 namespace taot::table {
 
-// What a call argument is. Constexpr parameters are not call arguments.
-enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar, tensordesc };
+// What a call argument is, listed once (X(kind)). Constexpr parameters are not call arguments.
+// What each kind means to dispatch and launch is in the runtime's src/arg_kinds.h, to the Python
+// bindings in taot/python.h, to the code generator in codegen/src/arg_kinds.cpp.
+#define TAOT_ARG_KINDS(X) X(pointer) X(int_scalar) X(float_scalar) X(bool_scalar) X(tensordesc)
+
+enum class ArgKind : std::uint8_t {
+#define TAOT_ARG_KIND_ENUMERATOR(kind) kind,
+  TAOT_ARG_KINDS(TAOT_ARG_KIND_ENUMERATOR)
+#undef TAOT_ARG_KIND_ENUMERATOR
+};
+
+// Calls `visitor(std::integral_constant<ArgKind, K>{})` for K = `kind` and returns its result, so
+// that code per kind can be written once per kind (a template specialized on the kind) and
+// reached through this one switch; inlines to a plain switch.
+template <class Visitor>
+constexpr decltype(auto) visit_arg_kind(ArgKind kind, Visitor&& visitor) {
+  switch (kind) {
+#define TAOT_ARG_KIND_CASE(name) \
+  case ArgKind::name: return visitor(std::integral_constant<ArgKind, ArgKind::name>{});
+    TAOT_ARG_KINDS(TAOT_ARG_KIND_CASE)
+#undef TAOT_ARG_KIND_CASE
+  }
+  return visitor(std::integral_constant<ArgKind, ArgKind::pointer>{});  // not a kind: treated as a pointer
+}
 
 // One call argument. `types` lists, for pointers and tensor descriptors, the element dtypes some
 // variant accepts (in manifest order); for ints the integer types (TAOT_DTYPE_I32 /

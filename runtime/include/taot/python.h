@@ -55,11 +55,10 @@ inline Torch& torch() {
     return state;  // a torch without CUDA: tensors still convert, streams default to 0
   }
   const std::pair<const char*, taot_dtype> names[] = {
-      {"float32", TAOT_DTYPE_FP32}, {"float16", TAOT_DTYPE_FP16}, {"bfloat16", TAOT_DTYPE_BF16},
-      {"float64", TAOT_DTYPE_FP64}, {"float8_e4m3fn", TAOT_DTYPE_FP8E4NV}, {"float8_e5m2", TAOT_DTYPE_FP8E5},
-      {"int8", TAOT_DTYPE_I8},      {"int16", TAOT_DTYPE_I16},     {"int32", TAOT_DTYPE_I32},
-      {"int64", TAOT_DTYPE_I64},    {"uint8", TAOT_DTYPE_U8},      {"uint16", TAOT_DTYPE_U16},
-      {"uint32", TAOT_DTYPE_U32},   {"uint64", TAOT_DTYPE_U64},    {"bool", TAOT_DTYPE_I1},
+#define TAOT_TORCH_NAME(ENUM, name, value, bytes, dlpack_code, dlpack_bits, typestr, torch_name) \
+  {torch_name, TAOT_DTYPE_##ENUM},
+      TAOT_DTYPES(TAOT_TORCH_NAME)
+#undef TAOT_TORCH_NAME
   };
   for (const auto& [name, dtype] : names) {
     if (PyObject_HasAttrString(module, name)) state.dtypes.emplace_back(torch_module.attr(name).inc_ref().ptr(), dtype);
@@ -71,38 +70,25 @@ inline Torch& torch() {
 // __cuda_array_interface__ typestr -> dtype ("<f4" -> fp32); unknown for anything else.
 inline taot_dtype dtype_of_typestr(const std::string& typestr) {
   static const std::pair<const char*, taot_dtype> kinds[] = {
-      {"f4", TAOT_DTYPE_FP32}, {"f2", TAOT_DTYPE_FP16}, {"f8", TAOT_DTYPE_FP64}, {"i1", TAOT_DTYPE_I8},
-      {"i2", TAOT_DTYPE_I16},  {"i4", TAOT_DTYPE_I32},  {"i8", TAOT_DTYPE_I64},  {"u1", TAOT_DTYPE_U8},
-      {"u2", TAOT_DTYPE_U16},  {"u4", TAOT_DTYPE_U32},  {"u8", TAOT_DTYPE_U64},  {"b1", TAOT_DTYPE_I1},
+#define TAOT_TYPESTR(ENUM, name, value, bytes, dlpack_code, dlpack_bits, typestr, torch_name) \
+  {typestr, TAOT_DTYPE_##ENUM},
+      TAOT_DTYPES(TAOT_TYPESTR)
+#undef TAOT_TYPESTR
   };
   if (typestr.size() < 3) return TAOT_DTYPE_UNKNOWN;
   for (const auto& [kind, dtype] : kinds)
-    if (typestr.compare(1, std::string::npos, kind) == 0) return dtype;
+    if (kind[0] != '\0' && typestr.compare(1, std::string::npos, kind) == 0) return dtype;
   return TAOT_DTYPE_UNKNOWN;
 }
 
 // DLPack element type -> dtype; unknown for vectors (lanes > 1) and types taot has no name for.
 inline taot_dtype dtype_of_dlpack(dlpack::DataType type) {
   if (type.lanes != 1) return TAOT_DTYPE_UNKNOWN;
-  const auto by_bits = [&](taot_dtype b8, taot_dtype b16, taot_dtype b32, taot_dtype b64) {
-    switch (type.bits) {
-      case 8: return b8;
-      case 16: return b16;
-      case 32: return b32;
-      case 64: return b64;
-      default: return TAOT_DTYPE_UNKNOWN;
-    }
-  };
-  switch (type.code) {
-    case dlpack::kInt: return by_bits(TAOT_DTYPE_I8, TAOT_DTYPE_I16, TAOT_DTYPE_I32, TAOT_DTYPE_I64);
-    case dlpack::kUInt: return by_bits(TAOT_DTYPE_U8, TAOT_DTYPE_U16, TAOT_DTYPE_U32, TAOT_DTYPE_U64);
-    case dlpack::kFloat: return by_bits(TAOT_DTYPE_UNKNOWN, TAOT_DTYPE_FP16, TAOT_DTYPE_FP32, TAOT_DTYPE_FP64);
-    case dlpack::kBfloat: return type.bits == 16 ? TAOT_DTYPE_BF16 : TAOT_DTYPE_UNKNOWN;
-    case dlpack::kBool: return type.bits == 8 ? TAOT_DTYPE_I1 : TAOT_DTYPE_UNKNOWN;
-    case dlpack::kFloat8_e4m3fn: return type.bits == 8 ? TAOT_DTYPE_FP8E4NV : TAOT_DTYPE_UNKNOWN;
-    case dlpack::kFloat8_e5m2: return type.bits == 8 ? TAOT_DTYPE_FP8E5 : TAOT_DTYPE_UNKNOWN;
-    default: return TAOT_DTYPE_UNKNOWN;
-  }
+#define TAOT_DLPACK_TYPE(ENUM, name, value, bytes, dlpack_code, dlpack_bits, typestr, torch_name) \
+  if (type.code == dlpack::dlpack_code && type.bits == dlpack_bits) return TAOT_DTYPE_##ENUM;
+  TAOT_DTYPES(TAOT_DLPACK_TYPE)
+#undef TAOT_DLPACK_TYPE
+  return TAOT_DTYPE_UNKNOWN;
 }
 
 // The DLPack exchange table of a Python type (`type.__dlpack_c_exchange_api__`, torch >= 2.10),
@@ -457,31 +443,111 @@ inline void descriptor_arg(const table::KernelTable& table, const table::Arg& ar
   }
 }
 
-inline taot_arg scalar_arg(const table::KernelTable& table, const table::Arg& arg, nb::handle object) {
-  taot_arg value{};
-  switch (arg.kind) {
-    case table::ArgKind::int_scalar: {
-      if (!PyLong_Check(object.ptr()))
-        throw nb::type_error((prefix(table, arg) + "expected an int, got " + nb::type_name(object.type()).c_str()).c_str());
-      int overflow = 0;
-      value.integer = PyLong_AsLongLongAndOverflow(object.ptr(), &overflow);
-      if (overflow != 0) throw nb::value_error((prefix(table, arg) + "the value does not fit in 64 bits").c_str());
-      return value;
-    }
-    case table::ArgKind::float_scalar: {
-      const double real = PyFloat_AsDouble(object.ptr());
-      if (real == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        throw nb::type_error((prefix(table, arg) + "expected a float, got " + nb::type_name(object.type()).c_str()).c_str());
-      }
-      if (arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP64) value.real64 = real;
-      else value.real32 = static_cast<float>(real);
-      return value;
-    }
-    case table::ArgKind::bool_scalar: value.integer = PyObject_IsTrue(object.ptr()) ? 1 : 0; return value;
-    default: return value;
+// What a call's Python arguments become: the taot_arg values, where the arrays live, and the
+// descriptor values the taot_args point to (the first few here, the rest in a vector sized once,
+// so that the values may point into both).
+struct Conversion {
+  explicit Conversion(taot_arg* converted) : values(converted) {}
+  taot_arg* values;
+  LaunchSite site;
+  static constexpr std::size_t kInlineDescriptors = 4;
+  taot_tensordesc inline_descriptors[kInlineDescriptors];
+  std::vector<taot_tensordesc> more_descriptors;
+  std::size_t descriptor_count = 0;
+
+  taot_tensordesc& next_descriptor(std::size_t arg_count) {
+    const std::size_t d = descriptor_count++;
+    if (d < kInlineDescriptors) return inline_descriptors[d];
+    if (more_descriptors.empty()) more_descriptors.resize(arg_count);
+    return more_descriptors[d - kInlineDescriptors];
   }
+};
+
+// Whether the op declares argument `arg` (an array: pointer or descriptor) as written: the spec's
+// outputs, or every array when the spec names none (taot cannot tell which a kernel stores through).
+inline bool written_array(const table::KernelTable& table, const table::Arg& arg) {
+  for (std::size_t a = 0; a < table.arg_count; ++a)
+    if (table.args[a].output) return arg.output;
+  return true;
 }
+
+// "Tensor" or, for a written array argument number `index`, "Tensor(w<index>!)".
+inline std::string tensor_schema(const table::KernelTable& table, std::size_t index) {
+  return written_array(table, table.args[index]) ? "Tensor(w" + std::to_string(index) + "!)" : std::string("Tensor");
+}
+
+// What each kind of call argument (table::ArgKind) is to Python, in one place per kind:
+// `convert` reads argument `index` from a Python object into `conversion.values[index]`;
+// `schema_type` is its type in the torch custom op's schema; `kIsArray` says whether a torch op
+// may declare it mutated.
+template <table::ArgKind Kind>
+struct PythonArg;
+
+template <>
+struct PythonArg<table::ArgKind::pointer> {
+  static constexpr bool kIsArray = true;
+  static void convert(const table::KernelTable& table, std::size_t index, nb::handle object, Conversion& conversion) {
+    conversion.values[index] = pointer_arg(table, index, object, conversion.site);
+  }
+  static std::string schema_type(const table::KernelTable& table, std::size_t index) { return tensor_schema(table, index); }
+};
+
+template <>
+struct PythonArg<table::ArgKind::tensordesc> {
+  static constexpr bool kIsArray = true;  // a whole tensor (a descriptor object is no torch type)
+  static void convert(const table::KernelTable& table, std::size_t index, nb::handle object, Conversion& conversion) {
+    taot_tensordesc& desc = conversion.next_descriptor(table.arg_count);
+    descriptor_arg(table, table.args[index], object, conversion.site, desc);
+    conversion.values[index] = taot::arg(desc);
+  }
+  static std::string schema_type(const table::KernelTable& table, std::size_t index) { return tensor_schema(table, index); }
+};
+
+template <>
+struct PythonArg<table::ArgKind::int_scalar> {
+  static constexpr bool kIsArray = false;
+  static void convert(const table::KernelTable& table, std::size_t index, nb::handle object, Conversion& conversion) {
+    const table::Arg& arg = table.args[index];
+    if (!PyLong_Check(object.ptr()))
+      throw nb::type_error((prefix(table, arg) + "expected an int, got " + nb::type_name(object.type()).c_str()).c_str());
+    int overflow = 0;
+    taot_arg value{};
+    value.integer = PyLong_AsLongLongAndOverflow(object.ptr(), &overflow);
+    if (overflow != 0) throw nb::value_error((prefix(table, arg) + "the value does not fit in 64 bits").c_str());
+    conversion.values[index] = value;
+  }
+  static std::string schema_type(const table::KernelTable&, std::size_t) { return "int"; }
+};
+
+template <>
+struct PythonArg<table::ArgKind::float_scalar> {
+  static constexpr bool kIsArray = false;
+  static void convert(const table::KernelTable& table, std::size_t index, nb::handle object, Conversion& conversion) {
+    const table::Arg& arg = table.args[index];
+    const double real = PyFloat_AsDouble(object.ptr());
+    if (real == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      throw nb::type_error((prefix(table, arg) + "expected a float, got " + nb::type_name(object.type()).c_str()).c_str());
+    }
+    taot_arg value{};
+    if (arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP64) value.real64 = real;
+    else value.real32 = static_cast<float>(real);
+    conversion.values[index] = value;
+  }
+  static std::string schema_type(const table::KernelTable&, std::size_t) { return "float"; }
+};
+
+template <>
+struct PythonArg<table::ArgKind::bool_scalar> {
+  static constexpr bool kIsArray = false;
+  static void convert(const table::KernelTable&, std::size_t index, nb::handle object, Conversion& conversion) {
+    conversion.values[index] = taot::arg(PyObject_IsTrue(object.ptr()) != 0);
+  }
+  static std::string schema_type(const table::KernelTable&, std::size_t) { return "bool"; }
+};
+
+template <class Tag>
+using PythonArgOf = PythonArg<Tag::value>;
 
 // The stream to launch on: `stream=` when given (an int, or an object with a `cuda_stream` int such
 // as torch.cuda.Stream), else the current stream of the arrays' framework on their device (torch's
@@ -566,26 +632,13 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
     heap_values.resize(table.arg_count);
     values = heap_values.data();
   }
-  detail::LaunchSite site;
-  // Descriptor arguments' values: the first few here, the rest in a vector sized once (so that
-  // `values` may point into both).
-  constexpr std::size_t kInlineDescriptors = 4;
-  taot_tensordesc inline_descriptors[kInlineDescriptors];
-  std::vector<taot_tensordesc> more_descriptors;
-  for (std::size_t a = 0, d = 0; a < table.arg_count; ++a) {
-    const table::Arg& arg = table.args[a];
-    if (arg.kind == table::ArgKind::pointer) {
-      values[a] = detail::pointer_arg(table, a, args[a], site);
-    } else if (arg.kind == table::ArgKind::tensordesc) {
-      if (d == kInlineDescriptors) more_descriptors.resize(table.arg_count);
-      taot_tensordesc& desc = d < kInlineDescriptors ? inline_descriptors[d] : more_descriptors[d - kInlineDescriptors];
-      ++d;
-      detail::descriptor_arg(table, arg, args[a], site, desc);
-      values[a] = taot::arg(desc);
-    } else {
-      values[a] = detail::scalar_arg(table, arg, args[a]);
-    }
+  detail::Conversion conversion(values);
+  for (std::size_t a = 0; a < table.arg_count; ++a) {
+    table::visit_arg_kind(table.args[a].kind, [&](auto tag) {
+      detail::PythonArgOf<decltype(tag)>::convert(table, a, args[a], conversion);
+    });
   }
+  detail::LaunchSite& site = conversion.site;
 
   nb::handle stream;
   Selection selection = Selection::automatic();
@@ -675,13 +728,10 @@ inline std::vector<std::pair<Kernel*, nb::handle>>& bound_kernels() {
   return kernels;
 }
 
-// Whether the op declares pointer argument `arg` as written: the spec's outputs, or every pointer
-// when the spec names none (taot cannot tell which pointers a kernel stores through).
+// Whether the op declares argument `arg` as written (arrays only; see written_array).
 inline bool written(const table::KernelTable& table, const table::Arg& arg) {
-  if (arg.kind != table::ArgKind::pointer && arg.kind != table::ArgKind::tensordesc) return false;
-  for (std::size_t a = 0; a < table.arg_count; ++a)
-    if (table.args[a].output) return arg.output;
-  return true;
+  const bool is_array = table::visit_arg_kind(arg.kind, [](auto tag) { return PythonArgOf<decltype(tag)>::kIsArray; });
+  return is_array && written_array(table, arg);
 }
 
 // The schema of a kernel as a torch custom op: the call arguments (written tensors marked so),
@@ -691,16 +741,8 @@ inline std::string torch_schema(const table::KernelTable& table) {
   for (std::size_t a = 0; a < table.arg_count; ++a) {
     const table::Arg& arg = table.args[a];
     if (a > 0) schema += ", ";
-    switch (arg.kind) {
-      case table::ArgKind::pointer:
-      case table::ArgKind::tensordesc:  // a whole tensor (a descriptor object is no torch type)
-        schema += written(table, arg) ? "Tensor(w" + std::to_string(a) + "!) " : std::string("Tensor ");
-        break;
-      case table::ArgKind::int_scalar: schema += "int "; break;
-      case table::ArgKind::float_scalar: schema += "float "; break;
-      case table::ArgKind::bool_scalar: schema += "bool "; break;
-    }
-    schema += arg.name;
+    schema += table::visit_arg_kind(arg.kind, [&](auto tag) { return PythonArgOf<decltype(tag)>::schema_type(table, a); });
+    schema += std::string(" ") + arg.name;
   }
   if (table.field_count > 0) schema += table.arg_count > 0 ? ", *" : "*";
   for (std::size_t f = 0; f < table.field_count; ++f) {

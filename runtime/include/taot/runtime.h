@@ -18,13 +18,13 @@
 
 namespace taot {
 
-// Element types; the values are the C ABI's taot_dtype.
+// Element types (taot/dtype_list.h); the values are the C ABI's taot_dtype.
 enum class DType : std::int32_t {
   unknown = TAOT_DTYPE_UNKNOWN,
-  i1 = TAOT_DTYPE_I1, i8 = TAOT_DTYPE_I8, i16 = TAOT_DTYPE_I16, i32 = TAOT_DTYPE_I32, i64 = TAOT_DTYPE_I64,
-  u8 = TAOT_DTYPE_U8, u16 = TAOT_DTYPE_U16, u32 = TAOT_DTYPE_U32, u64 = TAOT_DTYPE_U64,
-  fp8e4nv = TAOT_DTYPE_FP8E4NV, fp8e5 = TAOT_DTYPE_FP8E5, fp16 = TAOT_DTYPE_FP16,
-  bf16 = TAOT_DTYPE_BF16, fp32 = TAOT_DTYPE_FP32, fp64 = TAOT_DTYPE_FP64,
+#define TAOT_DTYPE_ENUMERATOR(ENUM, name, value, bytes, dlpack_code, dlpack_bits, typestr, torch_name) \
+  name = TAOT_DTYPE_##ENUM,
+  TAOT_DTYPES(TAOT_DTYPE_ENUMERATOR)
+#undef TAOT_DTYPE_ENUMERATOR
 };
 
 // Triton's name of a dtype ("fp32", "bf16", ...); "unknown" for anything else.

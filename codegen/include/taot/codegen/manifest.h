@@ -15,14 +15,20 @@
 #include <vector>
 
 #include "taot/codegen/errors.h"
+#include "taot/dtype_list.h"
 
 namespace taot::codegen {
 
 inline constexpr std::string_view kManifestSchema = "taot.manifest";
 inline constexpr int kManifestSchemaVersion = 1;
 
-// Element and scalar types by their Triton names; the runtime's TAOT_DTYPE_* in the same order.
-enum class DType : std::uint8_t { i1, i8, i16, i32, i64, u8, u16, u32, u64, fp8e4nv, fp8e5, fp16, bf16, fp32, fp64 };
+// Element and scalar types by their Triton names (taot/dtype_list.h); the values are the
+// runtime's taot_dtype values.
+enum class DType : std::uint8_t {
+#define TAOT_DTYPE_ENUMERATOR(ENUM, name, value, bytes, dlpack_code, dlpack_bits, typestr, torch_name) name = value,
+  TAOT_DTYPES(TAOT_DTYPE_ENUMERATOR)
+#undef TAOT_DTYPE_ENUMERATOR
+};
 
 // "fp32", "bf16", ...
 std::string_view dtype_name(DType dtype) noexcept;

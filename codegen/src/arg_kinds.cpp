@@ -1,0 +1,158 @@
+// The code generator's rules per argument kind; see arg_kinds.h.
+#include "arg_kinds.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace taot::codegen::detail {
+namespace {
+
+bool takes_i64(const Arg& arg) { return std::find(arg.types.begin(), arg.types.end(), DType::i64) != arg.types.end(); }
+
+std::string or_list(const std::vector<DType>& dtypes) {
+  std::string text;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    if (i > 0) text += i + 1 == dtypes.size() ? " or " : ", ";
+    text += dtype_name(dtypes[i]);
+  }
+  return text;
+}
+
+std::string block_text(const std::vector<std::uint32_t>& block) {
+  std::string text = "[";
+  for (std::size_t d = 0; d < block.size(); ++d) text += (d ? ", " : "") + fmt::format("{}", block[d]);
+  return text + "]";
+}
+
+// The optional "output" flag of an array argument.
+void read_output(Reader& reader, const json& object, const std::string& path, Arg& arg) {
+  if (object.contains("output")) arg.output = reader.get_bool(&object, "output", path);
+}
+
+// A specialization's type, under `key`; the caller checks it is among the argument's types.
+DType read_type(Reader& reader, const json& entry, const std::string& path, std::string_view key) {
+  return reader.dtype_value(reader.member(&entry, key, path), child(path, key));
+}
+
+std::string no_type(const Arg&) { return "void"; }
+
+// pointer ---------------------------------------------------------------------------------------
+void read_pointer(Reader& reader, const json& object, const std::string& path, Arg& arg) {
+  arg.types = reader.read_dtype_list(reader.get_array(&object, "dtypes", path, 1), child(path, "dtypes"), {});
+  read_output(reader, object, path, arg);
+  if (object.contains("rank")) {
+    arg.rank = static_cast<std::uint8_t>(reader.get_unsigned(&object, "rank", path, kMaxRank));
+    if (!reader.failed() && arg.rank == 0) reader.fail(child(path, "rank"), "expected 1 to 8, got 0");
+  }
+}
+void read_pointer_specialization(Reader& reader, const Arg&, const json& entry, const std::string& path,
+                                 ArgSpecialization& spec) {
+  spec.type = read_type(reader, entry, path, "dtype");
+  const auto align = reader.get_unsigned(&entry, "align", path, kMaxU32);
+  if (!reader.failed() && align != 0 && align != 16) {
+    reader.fail(child(path, "align"), fmt::format("expected 16 or 0 (any), got {}", align));
+  }
+  spec.hint = static_cast<std::uint8_t>(align);
+}
+
+// tensordesc ------------------------------------------------------------------------------------
+void read_tensordesc(Reader& reader, const json& object, const std::string& path, Arg& arg) {
+  arg.types = reader.read_dtype_list(reader.get_array(&object, "dtypes", path, 1), child(path, "dtypes"), {});
+  read_output(reader, object, path, arg);
+  arg.rank = static_cast<std::uint8_t>(reader.get_unsigned(&object, "rank", path, kMaxTensordescRank));
+  if (!reader.failed() && arg.rank == 0) reader.fail(child(path, "rank"), "expected 1 to 5, got 0");
+  if (!reader.failed())
+    arg.blocks = reader.read_blocks(reader.get_array(&object, "blocks", path, 1), child(path, "blocks"), arg.rank);
+}
+void read_tensordesc_specialization(Reader& reader, const Arg& arg, const json& entry, const std::string& path,
+                                    ArgSpecialization& spec) {
+  spec.type = read_type(reader, entry, path, "dtype");
+  const std::vector<std::uint32_t> block = reader.read_block(reader.member(&entry, "block", path), child(path, "block"), arg.rank);
+  const auto found = std::find(arg.blocks.begin(), arg.blocks.end(), block);
+  if (!reader.failed() && found == arg.blocks.end()) {
+    reader.fail(child(path, "block"),
+                fmt::format("{} is not among the blocks of tensordesc argument {}", json(block).dump(), arg.name));
+  }
+  spec.block = static_cast<std::uint16_t>(found - arg.blocks.begin());
+}
+std::string describe_tensordesc(const Arg& arg) {
+  std::string blocks;
+  for (const auto& block : arg.blocks) blocks += (blocks.empty() ? "" : ", ") + block_text(block);
+  return fmt::format("rank {} tensor descriptor of {}, block {}", arg.rank, or_list(arg.types), blocks);
+}
+
+// int -------------------------------------------------------------------------------------------
+void read_int(Reader& reader, const json& object, const std::string& path, Arg& arg) {
+  arg.types = reader.read_dtype_list(reader.get_array(&object, "types", path, 1), child(path, "types"),
+                                     {DType::i32, DType::i64});
+}
+void read_int_specialization(Reader& reader, const Arg&, const json& entry, const std::string& path,
+                             ArgSpecialization& spec) {
+  spec.type = read_type(reader, entry, path, "type");
+  const auto hint = reader.get_unsigned(&entry, "hint", path, kMaxU32);
+  if (!reader.failed() && hint != 0 && hint != 1 && hint != 16) {
+    reader.fail(child(path, "hint"), fmt::format("expected 1 (==1), 16 (%16==0) or 0 (none), got {}", hint));
+  }
+  spec.hint = static_cast<std::uint8_t>(hint);
+}
+
+// float, bool -----------------------------------------------------------------------------------
+void read_float(Reader& reader, const json& object, const std::string& path, Arg& arg) {
+  arg.types = reader.read_dtype_list(reader.get_array(&object, "types", path, 1, 1), child(path, "types"),
+                                     {DType::fp32, DType::fp64});
+}
+void read_bool(Reader&, const json&, const std::string&, Arg& arg) { arg.types = {DType::i1}; }
+void read_scalar_specialization(Reader& reader, const Arg&, const json& entry, const std::string& path,
+                                ArgSpecialization& spec) {
+  spec.type = read_type(reader, entry, path, "type");
+}
+std::string float_type(const Arg& arg) { return arg.types.at(0) == DType::fp64 ? "double" : "float"; }
+
+// constexpr: compiled in, not a call argument ---------------------------------------------------
+void read_constexpr(Reader&, const json&, const std::string&, Arg&) {}
+void read_no_specialization(Reader&, const Arg&, const json&, const std::string&, ArgSpecialization&) {}
+
+const ArgKindRules kRules[] = {
+    {ArgKind::pointer, "pointer", "pointer", "dtype", read_pointer, read_pointer_specialization,
+     [](const Arg&) -> std::string { return "taot::Ptr"; }, [](const Arg&) -> std::string { return "taot_ptr"; },
+     [](const Arg& arg) { return "pointer to " + or_list(arg.types); }, false},
+    {ArgKind::int_scalar, "int", "int_scalar", "type", read_int, read_int_specialization,
+     [](const Arg& arg) -> std::string { return takes_i64(arg) ? "std::int64_t" : "std::int32_t"; },
+     [](const Arg& arg) -> std::string { return takes_i64(arg) ? "int64_t" : "int32_t"; },
+     [](const Arg& arg) { return or_list(arg.types) + " integer"; }, true},
+    {ArgKind::float_scalar, "float", "float_scalar", "type", read_float, read_scalar_specialization, float_type, float_type,
+     [](const Arg& arg) { return std::string(dtype_name(arg.types.at(0))) + " scalar"; }, false},
+    {ArgKind::bool_scalar, "bool", "bool_scalar", "type", read_bool, read_scalar_specialization,
+     [](const Arg&) -> std::string { return "bool"; }, [](const Arg&) -> std::string { return "bool"; },
+     [](const Arg&) -> std::string { return "bool"; }, false},
+    {ArgKind::tensordesc, "tensordesc", "tensordesc", "dtype", read_tensordesc, read_tensordesc_specialization,
+     [](const Arg&) -> std::string { return "const taot::TensorDesc&"; },
+     [](const Arg&) -> std::string { return "const taot_tensordesc*"; }, describe_tensordesc, false},
+    {ArgKind::constexpr_value, "constexpr", "", "", read_constexpr, read_no_specialization, no_type, no_type,
+     [](const Arg&) -> std::string { return ""; }, false},
+};
+
+}  // namespace
+
+const ArgKindRules& arg_kind_rules(ArgKind kind) {
+  for (const ArgKindRules& rules : kRules)
+    if (rules.kind == kind) return rules;
+  return kRules[0];
+}
+
+const ArgKindRules* arg_kind_by_manifest_name(std::string_view name) {
+  for (const ArgKindRules& rules : kRules)
+    if (rules.manifest_name == name) return &rules;
+  return nullptr;
+}
+
+std::string arg_kind_names() {
+  std::string text;
+  const std::size_t count = std::size(kRules);
+  for (std::size_t i = 0; i < count; ++i)
+    text += (i == 0 ? "" : i + 1 == count ? " or " : ", ") + std::string(kRules[i].manifest_name);
+  return text;
+}
+
+}  // namespace taot::codegen::detail
