@@ -1,9 +1,11 @@
-# Compile a validated library into OUTDIR: plan jobs, skip up-to-date ones, compile the rest in parallel,
-# write manifest.json when everything succeeded, and remove artifact folders that no longer belong.
+# Compile a validated library into OUTDIR, holding its lock: plan jobs, skip up-to-date ones whose
+# artifacts are intact, compile the rest in parallel, write manifest.json when everything succeeded,
+# and remove the artifact folders this library no longer uses.
 import multiprocessing
 import os
-import shutil
 import signal
+import tempfile
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -13,10 +15,13 @@ from pathlib import Path
 import triton
 from triton.compiler.compiler import get_cache_invalidating_env_vars
 
+from . import artifacts
 from . import jobs as job_module
 from .errors import CompileError, SpecError
 from .fsutil import write_if_changed
+from .ir_files import DEFAULT_MODE
 from .manifest import artifact_dir, build_manifest, render
+from .output_lock import OutputLock
 
 
 @dataclass
@@ -29,7 +34,17 @@ class BuildResult:
     removed_dirs: list = field(default_factory=list)
 
 
-def plan_jobs(library, outdir):
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the build after `compiled` of `total` compiles; every artifact folder is then
+    complete or has no record (compiled again next time), and no manifest is left."""
+
+    def __init__(self, compiled, total):
+        super().__init__(f"{compiled} of {total} compiled; run the same command to continue")
+        self.compiled = compiled
+        self.total = total
+
+
+def plan_jobs(library, outdir, ir=DEFAULT_MODE):
     """(jobs in manifest order, variant id -> variant hash). Raises SpecError when Triton rejects the
     options of a variant for a target (e.g. num_ctas > 1 before sm_90)."""
     env = get_cache_invalidating_env_vars()
@@ -49,7 +64,8 @@ def plan_jobs(library, outdir):
                     variant_id=variant.id, target=target.name, capability=target.capability,
                     source=str(kernel.source), function=kernel.function,
                     inputs=job_module.target_inputs(inputs, target, options, backend_hashes[target.capability], env),
-                    artifact_dir=str(artifact_dir(outdir, variant.id, target.name).resolve())))
+                    artifact_dir=str(artifact_dir(outdir, variant.id, target.name).resolve()),
+                    library=library.name, ir=ir))
     return planned, hashes
 
 
@@ -65,40 +81,103 @@ def _parsed_options(library, kernel, variant, target, backends, cache):
     return cache[key]
 
 
-def build(library, outdir, workers=None, progress=None):
-    """Bring OUTDIR up to date with `library`. `progress(done, total, outcome)` is called as each
-    compile finishes. Raises CompileError (after removing the then stale manifest) if a job failed."""
+def build(library, outdir, workers=None, progress=None, notice=None, ir=DEFAULT_MODE, wait=True):
+    """Bring OUTDIR up to date with `library`, keeping the IR stages as `ir` says (ir_files.MODES).
+    `progress(done, total, outcome)` is called as each compile finishes, `notice(line)` for what the
+    user should know (waiting for another build, a damaged artifact compiled again). Holds OUTDIR's
+    lock throughout (waiting for it, or with wait=False raising OutputBusy). Raises CompileError
+    (after removing the then stale manifest) if a job failed, Interrupted on Ctrl-C."""
     start = time.perf_counter()
     outdir = Path(outdir)
-    planned, hashes = plan_jobs(library, outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    stale = [job for job in planned if not job_module.is_up_to_date(job)]
-    failures = run_jobs(stale, workers or os.cpu_count() or 1, progress)
-    manifest_path = outdir / "manifest.json"
-    if failures:
-        manifest_path.unlink(missing_ok=True)
-        raise CompileError([(outcome.variant_id, outcome.target, outcome.error) for outcome in failures])
-    changed = write_if_changed(manifest_path, render(build_manifest(library, outdir, hashes)))
-    removed = remove_stale_artifacts(outdir, planned)
+    with OutputLock(outdir, wait=wait, notice=notice):
+        planned, hashes = plan_jobs(library, outdir, ir)
+        stale, fresh = _split_stale(planned, outdir, notice)
+        manifest_path = outdir / "manifest.json"
+        try:
+            failures = run_jobs(stale, workers or os.cpu_count() or 1, progress)
+            if failures:
+                manifest_path.unlink(missing_ok=True)
+                raise CompileError([(outcome.variant_id, outcome.target, outcome.error) for outcome in failures])
+            for job in fresh:
+                artifacts.adopt(job.artifact_dir, job.function, library.name, ir)
+            changed = write_if_changed(manifest_path, render(build_manifest(library, outdir, hashes)))
+        except KeyboardInterrupt:  # the old manifest may name artifacts replaced since: the next build writes it
+            manifest_path.unlink(missing_ok=True)
+            raise
+        removed = remove_stale_artifacts(outdir, planned, library.name)
     return BuildResult(compiled=len(stale), up_to_date=len(planned) - len(stale),
                        seconds=time.perf_counter() - start, manifest_path=manifest_path,
                        manifest_changed=changed, removed_dirs=removed)
 
 
+def _split_stale(planned, outdir, notice):
+    """(jobs to compile, jobs up to date). A folder whose artifacts were damaged since they were
+    compiled is compiled again; each such reason is reported once, with the first folder and how
+    many others share it."""
+    stale, fresh, damaged = [], [], {}
+    for job in planned:
+        reason = artifacts.stale_reason(job.artifact_dir, job.inputs, job.ir)
+        if reason is None:
+            fresh.append(job)
+            continue
+        stale.append(job)
+        if reason:
+            damaged.setdefault(reason, []).append(job)
+    if notice is not None:
+        for reason, jobs in damaged.items():
+            where = Path(os.path.relpath(jobs[0].artifact_dir, outdir.resolve())).as_posix()
+            others = f" and {len(jobs) - 1} other folders" if len(jobs) > 1 else ""
+            notice(f"{where}{others}: {reason}; recompiling")
+    return stale, fresh
+
+
 def run_jobs(pending, workers, progress=None):
     """Compile `pending` jobs, in this process when one worker (or one job) suffices, else in a pool
-    of spawned processes. After the first failure no new job starts. Returns the failed outcomes."""
+    of spawned processes. After the first failure no new job starts. Returns the failed outcomes.
+    Ctrl-C ends the compiles under way and raises Interrupted; nothing of theirs is printed."""
     if not pending:
         return []
-    if workers <= 1 or len(pending) == 1:
-        return _run_here(pending, progress)
-    return _run_in_pool(pending, min(workers, len(pending)), progress)
+    with _InterruptWatch() as watch:
+        if workers <= 1 or len(pending) == 1:
+            return _run_here(pending, progress, watch)
+        return _run_in_pool(pending, min(workers, len(pending)), progress)
 
 
-def _run_here(pending, progress):
+class _InterruptWatch:
+    """While active (main thread only), the first SIGINT raises KeyboardInterrupt and is remembered,
+    for a Ctrl-C that native code swallowed (a killed ptxas makes a compile fail); later ones are
+    ignored while the build stops."""
+
+    def __enter__(self):
+        self.requested = False
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if not self.requested:
+            self.requested = True
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        return False
+
+
+def _run_here(pending, progress, watch):
     failures = []
+    compiled = 0
     for done, job in enumerate(pending, start=1):
-        outcome = job_module.run_job(job)
+        try:
+            outcome = job_module.run_job(job)
+        except KeyboardInterrupt:
+            raise Interrupted(compiled, len(pending)) from None
+        if outcome.error is None:
+            compiled += 1
+        if watch.requested:
+            raise Interrupted(compiled, len(pending))
         _report(progress, done, len(pending), outcome)
         if outcome.error is not None:
             failures.append(outcome)
@@ -108,8 +187,13 @@ def _run_here(pending, progress):
 
 def _run_in_pool(pending, workers, progress):
     failures = []
+    compiled = 0
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker) as pool:
+    # The workers' temporary files (Triton's cache, ptxas' input) go to one folder removed at the end,
+    # also when workers were ended mid-compile.
+    with tempfile.TemporaryDirectory(prefix="taot-build-", ignore_cleanup_errors=True) as scratch, \
+            ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                                initargs=(scratch,)) as pool:
         jobs_of = {pool.submit(job_module.run_job, job): job for job in pending}
         waiting = set(jobs_of)
         done = 0
@@ -124,13 +208,29 @@ def _run_in_pool(pending, workers, progress):
                     _report(progress, done, len(pending), outcome)
                     if outcome.error is not None:
                         failures.append(outcome)
+                    else:
+                        compiled += 1
                 if failures:
                     for future in waiting:
                         future.cancel()
+        except KeyboardInterrupt:
+            _end_workers(pool)
+            raise Interrupted(compiled, len(pending)) from None
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
     return failures
+
+
+def _end_workers(pool):
+    """Drop the queued compiles and end the running ones now: a job ended mid-write leaves its folder
+    without a record, so it is compiled again next time."""
+    processes = list((pool._processes or {}).values())  # no public way before Python 3.14's terminate_workers
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join()
 
 
 def _outcome(future, job):
@@ -142,9 +242,11 @@ def _outcome(future, job):
                                   "run with -j 1 to see its last output")
 
 
-def _init_worker():
-    """Workers leave Ctrl-C to the parent, which cancels the queue; Triton is imported once per worker."""
+def _init_worker(scratch):
+    """Workers leave Ctrl-C to the parent (ptxas, which they start, inherits that), which ends them;
+    their temporary files go to `scratch`; Triton is imported once per worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tempfile.tempdir = scratch
     import triton.compiler  # noqa: F401
 
 
@@ -153,9 +255,10 @@ def _report(progress, done, total, outcome):
         progress(done, total, outcome)
 
 
-def remove_stale_artifacts(outdir, planned):
-    """Remove artifacts/<variant>/<target> folders that hold an inputs.json but belong to no job now;
-    then variant folders left empty. Nothing else is ever deleted."""
+def remove_stale_artifacts(outdir, planned, library_name):
+    """Release the artifacts/<variant>/<target> folders that `library_name` used and no job needs
+    now: each is deleted when no other library uses it (artifacts.release); then variant folders left
+    empty. Folders of other libraries, or without a record, are never deleted."""
     root = Path(outdir) / "artifacts"
     wanted = {Path(job.artifact_dir) for job in planned}
     removed = []
@@ -166,9 +269,8 @@ def remove_stale_artifacts(outdir, planned):
             continue
         removed_here = False
         for target_dir in sorted(variant_dir.iterdir()):
-            if target_dir.is_dir() and not target_dir.is_symlink() and (target_dir / "inputs.json").is_file() \
-                    and target_dir.resolve() not in wanted:
-                shutil.rmtree(target_dir)
+            if target_dir.is_dir() and not target_dir.is_symlink() and target_dir.resolve() not in wanted \
+                    and artifacts.release(target_dir, library_name):
                 removed.append(target_dir)
                 removed_here = True
         if removed_here and not any(variant_dir.iterdir()):

@@ -2,11 +2,13 @@
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 
 from .errors import TaotError
+from .ir_files import DEFAULT_MODE, MODES
 
 
 def parse_arguments(argv):
@@ -22,6 +24,11 @@ def parse_arguments(argv):
     parser.add_argument("--list", action="store_true", help="print the variant ids and exit without compiling")
     parser.add_argument("--max-variants", type=int, metavar="N", default=10000,
                         help="refuse a spec that makes more than N variants in all (default: %(default)s)")
+    parser.add_argument("--ir", choices=MODES, default=DEFAULT_MODE,
+                        help="keep the IR stages (ttir, ttgir, llir, ptx) gzip-compressed, as plain text, or not at "
+                             "all (default: %(default)s); changing it converts kept IR without recompiling")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="fail, naming the holder, when another build holds OUTDIR (default: wait for it)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     arguments = parser.parse_args(argv)
@@ -39,6 +46,9 @@ def parse_arguments(argv):
 def main(argv=None):
     arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
     try:
+        # `taot compile` starts Python with Ctrl-C blocked, so that one arriving during the
+        # interpreter's start-up waits until here, where it stops the build cleanly.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         return _run(arguments)
     except TaotError as error:
         print(error.report(), file=sys.stderr)
@@ -46,8 +56,8 @@ def main(argv=None):
     except OSError as error:  # e.g. OUTDIR not writable
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:  # build.Interrupted says how far the build got
+        print(f"interrupted: {interrupt}" if str(interrupt) else "interrupted", file=sys.stderr)
         return 130
 
 
@@ -63,7 +73,8 @@ def _run(arguments):
     from .build import build
     progress = None if arguments.quiet else Progress(sys.stderr)
     try:
-        result = build(library, arguments.output, workers=arguments.jobs, progress=progress)
+        result = build(library, arguments.output, workers=arguments.jobs, progress=progress,
+                       notice=progress.note if progress else None, ir=arguments.ir, wait=not arguments.no_wait)
     finally:
         if progress is not None:
             progress.finish()
@@ -134,6 +145,12 @@ class Progress:
         else:
             self.finish()
             self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def note(self, line):
+        """A line about the build itself (waiting for another build, an artifact compiled again)."""
+        self.finish()
+        self.stream.write(line + "\n")
         self.stream.flush()
 
     def finish(self):

@@ -1,23 +1,22 @@
-# One compile job = (variant, target): its recorded inputs, the up-to-date test, and the Triton call.
+# One compile job = (variant, target): its inputs and the Triton call (its artifact folder: artifacts.py).
 import dataclasses
 import hashlib
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 import triton
 
-from . import kernel_source
+from . import artifacts, kernel_source
 from .dtypes import triton_dtype
-from .fsutil import canonical_json, write_atomically
+from .fsutil import canonical_json
 from .model import DTYPE, INT
 
-INPUTS_FORMAT = 1                    # bump when the artifact layout or the inputs' meaning changes
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
+INPUTS_FORMAT = 1                    # bump when the inputs' meaning changes (the layout: artifacts.RECORD_FORMAT)
 ERROR_LINES = 20
 
 
@@ -31,6 +30,8 @@ class Job:
     function: str
     inputs: dict           # what inputs.json records: target_inputs(variant_inputs(...), ...)
     artifact_dir: str      # absolute path of artifacts/<variant id>/<target>
+    library: str           # the library that wants it (recorded as one of the folder's users)
+    ir: str                # how to keep the IR stages: one of ir_files.MODES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,45 +99,6 @@ def json_safe(value):
     return str(value)
 
 
-# ---- artifacts ----
-
-def artifact_names(function):
-    return {stage: f"{function}.{stage}" for stage in IR_STAGES + ("cubin",)} | {"metadata": "metadata.json"}
-
-
-def is_up_to_date(job):
-    """True when the recorded inputs equal the job's and the cubin and metadata are there."""
-    folder = Path(job.artifact_dir)
-    try:
-        recorded = json.loads((folder / "inputs.json").read_text())
-    except (OSError, ValueError):
-        return False
-    if canonical_json(recorded) != canonical_json(job.inputs):
-        return False
-    names = artifact_names(job.function)
-    return all((folder / names[key]).is_file() for key in ("cubin", "metadata"))
-
-
-_OWN_SUFFIXES = tuple("." + stage for stage in IR_STAGES + ("cubin", "tmp"))
-
-
-def _clear_artifacts(folder):
-    """Remove what an earlier compile left here: inputs.json first, so a crash leaves no stale claim."""
-    (folder / "inputs.json").unlink(missing_ok=True)
-    for entry in folder.iterdir():
-        if entry.is_file() and (entry.suffix in _OWN_SUFFIXES or entry.name == "metadata.json"):
-            entry.unlink()
-
-
-def _write_artifacts(folder, function, compiled):
-    names = artifact_names(function)
-    for stage in IR_STAGES:
-        write_atomically(folder / names[stage], compiled.asm[stage].encode())
-    write_atomically(folder / names["cubin"], compiled.asm["cubin"])
-    metadata = json_safe(compiled.metadata._asdict())
-    write_atomically(folder / names["metadata"], (json.dumps(metadata, indent=2, sort_keys=True) + "\n").encode())
-
-
 # ---- compiling ----
 
 def run_job(job):
@@ -144,9 +106,9 @@ def run_job(job):
     start = time.perf_counter()
     folder = Path(job.artifact_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    _clear_artifacts(folder)
+    libraries = set(artifacts.clear(folder, job.inputs)) | {job.library}
     failure = None
-    with captured_stderr() as captured:
+    with captured_output() as captured:
         try:
             compiled = _compile(job)
         except Exception as error:  # Triton's errors are the user's to read, not a crash of taot
@@ -155,8 +117,8 @@ def run_job(job):
         text = error_text(failure, job.source, captured.text)
         return Outcome(job.variant_id, job.target, time.perf_counter() - start, text)
     captured.replay()
-    _write_artifacts(folder, job.function, compiled)
-    write_atomically(folder / "inputs.json", (canonical_json(job.inputs, indent=2) + "\n").encode())
+    artifacts.write(folder, job.function, compiled.asm, json_safe(compiled.metadata._asdict()), job.inputs,
+                    libraries, job.ir)
     return Outcome(job.variant_id, job.target, time.perf_counter() - start)
 
 
@@ -174,7 +136,7 @@ def _compile(job):
     target = GPUTarget("cuda", job.capability, 32)
     backend = triton.compiler.make_backend(target)
     options = backend.parse_options(dict(inputs["options"])).__dict__
-    with private_triton_cache():
+    with private_triton_cache(), ascii_source_locations():
         return triton.compile(source, target=target, options=options)
 
 
@@ -199,6 +161,31 @@ class private_triton_cache:
             os.environ["TRITON_CACHE_DIR"] = self.previous
         shutil.rmtree(self.folder, ignore_errors=True)
         return False
+
+
+class ascii_source_locations:
+    """While active, Triton records the kernels' file names with every character outside printable
+    ASCII (and `"`, `\\`, `%`) percent-encoded as UTF-8: the names reach the PTX's `.file` lines,
+    and ptxas refuses a non-ASCII character anywhere in its input."""
+
+    def __enter__(self):
+        from triton.compiler import code_generator
+        self.module = code_generator
+        self.original = code_generator.get_jit_fn_file_line
+        original = self.original
+        code_generator.get_jit_fn_file_line = lambda fn: _ascii_location(*original(fn))
+        return self
+
+    def __exit__(self, *exc):
+        self.module.get_jit_fn_file_line = self.original
+        return False
+
+
+_SAFE_PATH_CHARACTERS = "".join(chr(code) for code in range(32, 127) if chr(code) not in '"\\%')
+
+
+def _ascii_location(file_name, line):
+    return urllib.parse.quote(file_name, safe=_SAFE_PATH_CHARACTERS), line
 
 
 def error_text(error, source=None, diagnostics=""):
@@ -235,33 +222,47 @@ def _locate_in_file(error, text, source):
 
 
 _IR_DUMP_STARTS = ("#", "module", "}", "{-#", "#-}")
+# Triton prints a failed ptxas' whole input between two rules of "=" (its message has ptxas' own).
+_REPRODUCER_RULE = "=" * 64
+_REPRODUCER_END = "please share the reproducer above with Triton project."
 
 
 def diagnostic_lines(text):
-    """MLIR/LLVM messages from captured stderr, without the IR dumps around them, each line once."""
+    """MLIR/LLVM messages from captured output, without the IR dumps around them, each line once."""
     kept = []
+    in_reproducer = False
     for line in text.splitlines():
+        if line == _REPRODUCER_RULE and not in_reproducer:
+            in_reproducer = True
+        if in_reproducer:
+            in_reproducer = line != _REPRODUCER_END
+            continue
         if not line.strip() or line[0].isspace() or line.startswith(_IR_DUMP_STARTS) or line in kept:
             continue
         kept.append(line)
     return kept
 
 
-class captured_stderr:
-    """Collects what native code (MLIR, LLVM, ptxas) writes to file descriptor 2 while active."""
+class captured_output:
+    """Collects what is written to file descriptors 1 and 2 (Python's prints and native code's: MLIR,
+    LLVM, ptxas, Triton's dumps of a failed ptxas' input) while active."""
 
     def __enter__(self):
+        sys.stdout.flush()
         sys.stderr.flush()
         self.file = tempfile.TemporaryFile(mode="w+b")
-        self.saved = os.dup(2)
+        self.saved = [os.dup(1), os.dup(2)]
+        os.dup2(self.file.fileno(), 1)
         os.dup2(self.file.fileno(), 2)
         self.text = ""
         return self
 
     def __exit__(self, *exc):
+        sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(self.saved, 2)
-        os.close(self.saved)
+        for descriptor, saved in zip((1, 2), self.saved):
+            os.dup2(saved, descriptor)
+            os.close(saved)
         self.file.seek(0)
         self.text = self.file.read().decode(errors="replace")
         self.file.close()

@@ -2,10 +2,9 @@
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 
-from .jobs import IR_STAGES, artifact_names
+from . import artifacts
 from .model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER, TENSORDESC
 
 SCHEMA = "taot.manifest"
@@ -133,17 +132,17 @@ def artifact_dir(outdir, variant_id, target_name):
 
 def _image(outdir, variant, function, target):
     folder = artifact_dir(outdir, variant.id, target.name)
-    names = artifact_names(function)
-    metadata = json.loads((folder / names["metadata"]).read_text())
-    cubin = (folder / names["cubin"]).read_bytes()
-    ptx = (folder / names["ptx"]).read_text()
+    record = artifacts.read_record(folder)
+    metadata = json.loads((folder / record["metadata"]["file"]).read_text())
+    cubin = (folder / record["cubin"]["file"]).read_bytes()
     num_ctas = metadata["num_ctas"]
+    files = dict(record["ir"], metadata=record["metadata"]["file"])
     return {
         "target": target.name,
         "arch": target.capability,
-        "arch_specific": _ptx_target(ptx).endswith("a"),
+        "arch_specific": record["ptx_target"].endswith("a"),
         "dir": relative(folder, outdir),
-        "cubin": relative(folder / names["cubin"], outdir),
+        "cubin": relative(folder / record["cubin"]["file"], outdir),
         "cubin_sha256": hashlib.sha256(cubin).hexdigest(),
         "function_name": metadata["name"],
         "num_warps": metadata["num_warps"],
@@ -160,10 +159,5 @@ def _image(outdir, variant, function, target):
         "tmem_size": metadata.get("tmem_size", 0),
         "maxnreg": metadata.get("maxnreg"),
         "tensordesc_meta": metadata.get("tensordesc_meta") or [],
-        "artifacts": {key: relative(folder / names[key], outdir) for key in IR_STAGES + ("metadata",)},
+        "artifacts": {key: relative(folder / name, outdir) for key, name in files.items()},
     }
-
-
-def _ptx_target(ptx):
-    match = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.MULTILINE)
-    return match.group(1) if match else ""

@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO, base_spec
 from taot.build import build
 from taot.errors import CompileError
+from taot.ir_files import read_stage
 
 MANIFEST_IMAGE_KEYS = {"target", "arch", "arch_specific", "dir", "cubin", "cubin_sha256", "function_name",
                        "num_warps", "num_ctas", "num_stages", "shared", "global_scratch_size",
@@ -91,7 +92,7 @@ def test_manifest_follows_the_schema(project):
         assert hashlib.sha256(cubin).hexdigest() == image["cubin_sha256"]
         for path in image["artifacts"].values():
             assert (project.root / "out" / path).is_file()
-        ptx = (project.root / "out" / image["artifacts"]["ptx"]).read_text()
+        ptx = read_stage(project.root / "out" / image["artifacts"]["ptx"])
         assert ".target sm_90a" in ptx
         assert (project.root / "out" / image["dir"] / "inputs.json").is_file()
 
@@ -100,7 +101,7 @@ def test_scalar_one_disappears_from_the_kernel_parameters(project):
     compile_small(project)
     manifest = read_manifest(project)
     for variant in manifest["kernels"][0]["variants"]:
-        ptx = (project.root / "out" / variant["images"][0]["artifacts"]["ptx"]).read_text()
+        ptx = read_stage(project.root / "out" / variant["images"][0]["artifacts"]["ptx"])
         # the kernel's parameters, plus Triton's two trailing scratch pointers
         assert len(re.findall(r"\.param \.\w+ .*scale_kernel_param_\d+", ptx)) == len(variant["params"]) + 2
 
