@@ -1,4 +1,6 @@
-// `taot build`: compile the spec, then generate the library sources into the same folder.
+// `taot build`: compile the spec, then generate the library sources into the same folder, holding
+// the folder's lock throughout.
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -6,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "commands.h"
+#include "output_lock.h"
 #include "process.h"
 
 namespace taot::tool {
@@ -28,6 +31,13 @@ int build_library(const std::filesystem::path& folder, bool quiet) {
 }  // namespace
 
 int run_build(const CompileOptions& options) {
+  // One lock over compile, gen and the CMake build; the compile is told it holds it already.
+  Expected<OutputLock> lock = OutputLock::acquire(options.output, !options.no_wait, options.quiet);
+  if (!lock.ok()) {
+    fmt::print(stderr, "taot build: {}\n", lock.status().message());
+    return 1;
+  }
+  setenv(kHeldLockVariable, lock->path().c_str(), 1);
   const int steps = options.build_library ? 3 : 2;
   if (!options.quiet) fmt::print(stderr, "[1/{}] taot compile {} -> {}\n", steps, options.spec, options.output);
   if (const int code = run_compile(options); code != 0) return code;

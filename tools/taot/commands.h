@@ -14,6 +14,8 @@ struct CompileOptions {
   std::vector<std::string> targets;
   bool quiet = false;
   bool list_only = false;
+  std::string ir;         // how to keep the IR stages: compressed, plain or none ("": the default)
+  bool no_wait = false;   // fail instead of waiting when another build holds the output folder
   long max_variants = 0;  // 0: the Python front end's default (10000)
   bool build_library = false;  // taot build: also configure and build the library with CMake
   bool python = false;         // taot build: also generate the Python module

@@ -38,8 +38,10 @@ int run_compile(const CompileOptions& options) {
   if (options.quiet) args.push_back("--quiet");
   if (options.list_only) args.push_back("--list");
   if (options.max_variants > 0) args.insert(args.end(), {"--max-variants", std::to_string(options.max_variants)});
+  if (!options.ir.empty()) args.insert(args.end(), {"--ir", options.ir});
+  if (options.no_wait) args.push_back("--no-wait");
   add_source_pythonpath();
-  return run_process(args, "taot compile (the Python is $TAOT_PYTHON, else python3)");
+  return run_process(args, "taot compile (the Python is $TAOT_PYTHON, else python3)", ChildInterrupts::kDeferred);
 }
 
 }  // namespace taot::tool

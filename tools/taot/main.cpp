@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
     command->add_option("--max-variants", compile.max_variants,
                         "Refuse a spec that makes more than N variants in all (default 10000)")
         ->check(CLI::PositiveNumber);
+    command->add_option("--ir", compile.ir, "Keep the IR stages compressed (default), plain or not at all")
+        ->check(CLI::IsMember({"compressed", "plain", "none"}));
+    command->add_flag("--no-wait", compile.no_wait, "Fail, naming the holder, when another build holds OUTPUT");
   };
   CLI::App* compile_command = app.add_subcommand("compile", "Compile a spec's variants with Triton (no GPU needed)");
   add_compile_options(compile_command);
