@@ -43,7 +43,9 @@ class OutputLock:
             return self
         descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
-            self._acquire(descriptor)
+            if not self._acquire(descriptor):
+                os.close(descriptor)
+                return self
             os.ftruncate(descriptor, 0)
             os.pwrite(descriptor, (describe_this_process() + "\n").encode(), 0)
         except BaseException:
@@ -53,10 +55,15 @@ class OutputLock:
         return self
 
     def _acquire(self, descriptor):
+        """True once locked; False where the file system has no locks (the build goes on without)."""
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
+            return True
         except OSError as error:
+            if error.errno in (errno.ENOLCK, errno.EOPNOTSUPP):
+                if self.notice is not None:
+                    self.notice(f"cannot lock {self.path} ({error.strerror}); building without the lock")
+                return False
             if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
         holder = holder_of(self.path)
@@ -65,6 +72,7 @@ class OutputLock:
         if self.notice is not None:
             self.notice(f"waiting for {holder}")
         fcntl.flock(descriptor, fcntl.LOCK_EX)
+        return True
 
     def __exit__(self, *exc):
         if self.descriptor is not None:

@@ -70,15 +70,22 @@ Status system_error(const std::string& what, const std::filesystem::path& path, 
   return Status::error(TAOT_INVALID_ARGUMENT, fmt::format("{} {}: {}", what, path.string(), std::strerror(error)));
 }
 
-// Takes the flock of the open lock file `descriptor`, waiting for it or not.
+// Takes the flock of the open lock file `descriptor`, waiting for it or not. Where the file system
+// has no locks, says so (unless `quiet`) and goes on without.
 Status lock_descriptor(int descriptor, const std::filesystem::path& folder, const std::filesystem::path& path,
                        bool wait, bool quiet) {
   if (flock(descriptor, LOCK_EX | LOCK_NB) == 0) return Status();
-  if (errno != EWOULDBLOCK) return system_error("cannot lock", path, errno);
+  const int error = errno;
+  if (error == ENOLCK || error == EOPNOTSUPP) {
+    if (!quiet)
+      fmt::print(stderr, "cannot lock {} ({}); building without the lock\n", path.string(), std::strerror(error));
+    return Status();
+  }
+  if (error != EWOULDBLOCK) return system_error("cannot lock", path, error);
   const std::string holder = holder_of(path);
   if (!wait)
-    return Status::error(TAOT_INVALID_ARGUMENT,
-                         fmt::format("{} is being built by {}; wait for it or drop --no-wait", folder.string(), holder));
+    return Status::error(TAOT_INVALID_ARGUMENT, fmt::format("{} is being built by {}; wait for it or drop --no-wait",
+                                                            folder.string(), holder));
   if (!quiet) fmt::print(stderr, "waiting for {}\n", holder);
   while (flock(descriptor, LOCK_EX) != 0) {
     if (errno != EINTR) return system_error("cannot lock", path, errno);
