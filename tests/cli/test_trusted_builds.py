@@ -208,9 +208,16 @@ def test_two_builds_into_one_folder_take_turns_and_both_end_correct(project, tao
 def test_no_wait_fails_naming_the_build_that_holds_the_folder(project, taot_bin, run_taot):
     first = start(taot_bin, "build", "scale.toml", "-o", "out", "-j", "1", cwd=project)
     wait_until(lambda: holds_lock(project / "out"), first, "the first build takes the lock")
-    refused = run_taot("compile", "scale.toml", "-o", "out", "--no-wait", cwd=project)
+    os.killpg(first.pid, signal.SIGSTOP)  # it holds the lock for as long as the test needs
+    try:
+        refused = run_taot("compile", "scale.toml", "-o", "out", "--no-wait", cwd=project)
+        refused_by_build = run_taot("build", "scale.toml", "-o", "out", "--no-wait", cwd=project)
+    finally:
+        os.killpg(first.pid, signal.SIGCONT)
     code, _, err = finish(first)
     assert code == 0, err
+    assert refused_by_build.returncode == 1
+    assert f"taot build: out is being built by pid {first.pid} on " in refused_by_build.stderr
     assert refused.returncode == 1
     assert re.search(rf"^error: out is being built by pid {first.pid} on \S+ since [0-9-]+ [0-9:]+: "
                      r"\S*taot build scale.toml -o out -j 1; wait for it or drop --no-wait$", refused.stderr,
