@@ -45,8 +45,9 @@ void read_pointer(Reader& reader, const json& object, const std::string& path, A
     arg.rank = static_cast<std::uint8_t>(reader.get_unsigned(&object, "rank", path, kMaxRank));
     if (!reader.failed() && arg.rank == 0) reader.fail(child(path, "rank"), "expected 1 to 8, got 0");
   }
+  if (object.contains("none")) arg.none = reader.get_bool(&object, "none", path);
 }
-void read_pointer_specialization(Reader& reader, const Arg&, const json& entry, const std::string& path,
+void read_pointer_specialization(Reader& reader, const Arg& arg, const json& entry, const std::string& path,
                                  ArgSpecialization& spec) {
   spec.type = read_type(reader, entry, path, "dtype");
   const auto align = reader.get_unsigned(&entry, "align", path, kMaxU32);
@@ -54,6 +55,12 @@ void read_pointer_specialization(Reader& reader, const Arg&, const json& entry, 
     reader.fail(child(path, "align"), fmt::format("expected 16 or 0 (any), got {}", align));
   }
   spec.hint = static_cast<std::uint8_t>(align);
+  if (entry.contains("none")) spec.none = reader.get_bool(&entry, "none", path);
+  if (!reader.failed() && spec.none && !arg.none) {
+    reader.fail(child(path, "none"), fmt::format("argument {} was not declared none: true, so no variant can compile "
+                                                 "it None",
+                                                 arg.name));
+  }
 }
 
 // tensordesc ------------------------------------------------------------------------------------
@@ -86,13 +93,19 @@ std::string describe_tensordesc(const Arg& arg) {
 void read_int(Reader& reader, const json& object, const std::string& path, Arg& arg) {
   arg.types = reader.read_dtype_list(reader.get_array(&object, "types", path, 1), child(path, "types"),
                                      {DType::i32, DType::i64});
+  if (object.contains("launch_only")) arg.launch_only = reader.get_bool(&object, "launch_only", path);
 }
-void read_int_specialization(Reader& reader, const Arg&, const json& entry, const std::string& path,
+void read_int_specialization(Reader& reader, const Arg& arg, const json& entry, const std::string& path,
                              ArgSpecialization& spec) {
   spec.type = read_type(reader, entry, path, "type");
   const auto hint = reader.get_unsigned(&entry, "hint", path, kMaxU32);
   if (!reader.failed() && hint != 0 && hint != 1 && hint != 16) {
     reader.fail(child(path, "hint"), fmt::format("expected 1 (==1), 16 (%16==0) or 0 (none), got {}", hint));
+  }
+  if (!reader.failed() && arg.launch_only && hint != 0) {
+    reader.fail(child(path, "hint"), fmt::format("{} is launch-only: the kernel is not specialized for it (hint 0), "
+                                                 "got {}",
+                                                 arg.name, hint));
   }
   spec.hint = static_cast<std::uint8_t>(hint);
 }
@@ -116,11 +129,19 @@ void read_no_specialization(Reader&, const Arg&, const json&, const std::string&
 const ArgKindRules kRules[] = {
     {ArgKind::pointer, "pointer", "pointer", "dtype", read_pointer, read_pointer_specialization,
      [](const Arg&) -> std::string { return "taot::Ptr"; }, [](const Arg&) -> std::string { return "taot_ptr"; },
-     [](const Arg& arg) { return "pointer to " + or_list(arg.types); }, false},
+     [](const Arg& arg) {
+       return "pointer to " + or_list(arg.types) +
+              (arg.none ? ", or null (None: selects the variants compiled with " + arg.name + " None)" : "");
+     },
+     false},
     {ArgKind::int_scalar, "int", "int_scalar", "type", read_int, read_int_specialization,
      [](const Arg& arg) -> std::string { return takes_i64(arg) ? "std::int64_t" : "std::int32_t"; },
      [](const Arg& arg) -> std::string { return takes_i64(arg) ? "int64_t" : "int32_t"; },
-     [](const Arg& arg) { return or_list(arg.types) + " integer"; }, true},
+     [](const Arg& arg) {
+       return or_list(arg.types) + " integer" +
+              (arg.launch_only ? ", launch-only (read by the grid; not passed to the kernel)" : "");
+     },
+     true},
     {ArgKind::float_scalar, "float", "float_scalar", "type", read_float, read_scalar_specialization, float_type, float_type,
      [](const Arg& arg) { return std::string(dtype_name(arg.types.at(0))) + " scalar"; }, false},
     {ArgKind::bool_scalar, "bool", "bool_scalar", "type", read_bool, read_scalar_specialization,

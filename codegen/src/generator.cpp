@@ -69,39 +69,44 @@ std::vector<std::string> parameter_names(const Kernel& kernel, const std::vector
   return names;
 }
 
-std::string field_cpp_type(FieldKind kind) {
-  switch (kind) {
-    case FieldKind::int_value: return "std::int64_t";
-    case FieldKind::float_value: return "double";
-    case FieldKind::bool_value: return "bool";
-    case FieldKind::dtype_value: return "taot::DType";
-  }
-  return "std::int64_t";
+// What each kind of config field is in generated code: the config struct's member type, the
+// table's FieldKind enumerator, the C++ type of the table's value array and which array it is.
+struct FieldKindCode {
+  FieldKind kind;
+  std::string_view member_type;
+  std::string_view enumerator;
+  std::string_view value_type;
+  std::string_view array;  // "int_values", "float_values" or "string_values"
+};
+constexpr FieldKindCode kFieldKinds[] = {
+    {FieldKind::int_value, "std::int64_t", "int_value", "std::int64_t", "int_values"},
+    {FieldKind::float_value, "double", "float_value", "double", "float_values"},
+    {FieldKind::bool_value, "bool", "bool_value", "std::int64_t", "int_values"},
+    {FieldKind::dtype_value, "taot::DType", "dtype_value", "std::int64_t", "int_values"},
+    {FieldKind::string_value, "std::string_view", "string_value", "const char*", "string_values"},
+};
+
+const FieldKindCode& field_kind_code(FieldKind kind) {
+  for (const FieldKindCode& code : kFieldKinds)
+    if (code.kind == kind) return code;
+  return kFieldKinds[0];
 }
 
-std::string field_kind(FieldKind kind) {
-  switch (kind) {
-    case FieldKind::int_value: return "int_value";
-    case FieldKind::float_value: return "float_value";
-    case FieldKind::bool_value: return "bool_value";
-    case FieldKind::dtype_value: return "dtype_value";
-  }
-  return "int_value";
-}
-
-// A config value as an element of the field's table array (int64 or double).
+// A config value as an element of the field's table array (int64, double or a string literal).
 std::string table_value(const ConfigValue& value) {
   if (const auto* integer = std::get_if<std::int64_t>(&value)) return detail::int64_literal(*integer);
   if (const auto* real = std::get_if<double>(&value)) return detail::double_literal(*real);
   if (const auto* flag = std::get_if<bool>(&value)) return *flag ? "1" : "0";
+  if (const auto* text = std::get_if<std::string>(&value)) return c_string_literal(*text);
   return std::string(dtype_enumerator(std::get<DType>(value)));
 }
 
-// A config value for documentation comments.
+// A config value for documentation comments (strings quoted).
 std::string doc_value(const ConfigValue& value) {
   if (const auto* integer = std::get_if<std::int64_t>(&value)) return number(*integer);
   if (const auto* real = std::get_if<double>(&value)) return number(*real);
   if (const auto* flag = std::get_if<bool>(&value)) return boolean(*flag);
+  if (const auto* text = std::get_if<std::string>(&value)) return "\"" + *text + "\"";
   return std::string(dtype_name(std::get<DType>(value)));
 }
 
@@ -118,6 +123,7 @@ std::string grid_op(GridOp op) {
     case GridOp::min: return "min";
     case GridOp::max: return "max";
     case GridOp::neg: return "neg";
+    case GridOp::num_sms: return "num_sms";
   }
   return "literal";
 }
@@ -258,6 +264,8 @@ class Renderer {
           {"block_dims", value_list(block_dims)},
           {"blocks_ref", has_blocks ? fmt::format("arg_{}_blocks", i) : std::string("nullptr")},
           {"block_count", number(arg.blocks.size())},
+          {"none", boolean(arg.none)},
+          {"launch_only", boolean(arg.launch_only)},
       });
     }
 
@@ -272,8 +280,9 @@ class Renderer {
         values_text += v == field.default_index ? fmt::format("[{}]", doc_value(field.values[v]))
                                                 : doc_value(field.values[v]);
       }
-      const bool is_float = field.kind == FieldKind::float_value;
+      const FieldKindCode& code = field_kind_code(field.kind);
       const std::string array = fmt::format("field_{}_values", i);
+      const auto array_ref = [&](std::string_view which) { return code.array == which ? array : std::string("nullptr"); };
       field_items.push_back(mstch::map{
           {"index", number(i)},
           {"field_name", field.name},
@@ -282,13 +291,14 @@ class Renderer {
                               ? field.name
                               : fmt::format("{} (member {})", field.name, detail::cpp_member_name(field.name))},
           {"name_literal", c_string_literal(field.name)},
-          {"cpp_type", field_cpp_type(field.kind)},
-          {"kind", field_kind(field.kind)},
-          {"value_type", std::string(is_float ? "double" : "std::int64_t")},
+          {"cpp_type", std::string(code.member_type)},
+          {"kind", std::string(code.enumerator)},
+          {"value_type", std::string(code.value_type)},
           {"values", value_list(values)},
           {"values_text", comment_text(values_text)},
-          {"int_values", is_float ? std::string("nullptr") : array},
-          {"float_values", is_float ? array : std::string("nullptr")},
+          {"int_values", array_ref("int_values")},
+          {"float_values", array_ref("float_values")},
+          {"string_values", array_ref("string_values")},
           {"value_count", number(field.values.size())},
           {"default_index", number(field.default_index)},
       });
@@ -297,16 +307,15 @@ class Renderer {
     std::vector<mstch::map> variant_items;
     for (std::size_t i = 0; i < kernel.variants.size(); ++i) variant_items.push_back(variant_context(kernel.variants[i], i));
 
-    std::vector<std::string> targets;
-    for (const std::string& target : manifest_.targets) {
-      const bool used = std::any_of(kernel.variants.begin(), kernel.variants.end(), [&](const Variant& variant) {
-        return std::any_of(variant.images.begin(), variant.images.end(),
-                           [&](const Image& image) { return image.target == target; });
-      });
-      if (used) targets.push_back(target);
-    }
     std::string targets_text;
-    for (const std::string& target : targets) targets_text += (targets_text.empty() ? "" : ", ") + target;
+    std::vector<std::string> target_literals;
+    for (const std::string& target : kernel.targets) {
+      targets_text += (targets_text.empty() ? "" : ", ") + target;
+      target_literals.push_back(c_string_literal(target));
+    }
+    const bool partial_targets = std::any_of(kernel.variants.begin(), kernel.variants.end(), [&](const Variant& variant) {
+      return variant.images.size() != kernel.targets.size();
+    });
 
     return mstch::map{
         {"name", kernel.name},
@@ -321,6 +330,9 @@ class Renderer {
         {"grid_y_literal", c_string_literal(kernel.grid_text[1])},
         {"grid_z_literal", c_string_literal(kernel.grid_text[2])},
         {"targets", comment_text(targets_text)},
+        {"target_literals", value_list(target_literals)},
+        {"target_count", number(kernel.targets.size())},
+        {"partial_targets", partial_targets},
         {"variant_count", number(kernel.variants.size())},
         {"variants_text", fmt::format("{} compiled variant{}", kernel.variants.size(), kernel.variants.size() == 1 ? "" : "s")},
         {"last_variant", number(kernel.variants.size() - 1)},
@@ -342,7 +354,8 @@ class Renderer {
     for (const ArgSpecialization& spec : variant.specialization) {
       specialization.push_back(mstch::map{{"type", std::string(dtype_enumerator(spec.type))},
                                           {"hint", number(spec.hint)},
-                                          {"block", number(spec.block)}});
+                                          {"block", number(spec.block)},
+                                          {"none", boolean(spec.none)}});
     }
     std::vector<std::string> config;
     for (std::size_t value_index : variant.config) config.push_back(number(value_index));

@@ -44,10 +44,17 @@ constexpr DTypeNames kDTypes[] = {
 };
 
 
+std::string join_strings(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
 std::string describe_value(const ConfigValue& value) {
   if (const auto* integer = std::get_if<std::int64_t>(&value)) return std::to_string(*integer);
   if (const auto* real = std::get_if<double>(&value)) return fmt::format("{}", *real);
   if (const auto* flag = std::get_if<bool>(&value)) return *flag ? "true" : "false";
+  if (const auto* text = std::get_if<std::string>(&value)) return describe(json(*text));
   return std::string(dtype_name(std::get<DType>(value)));
 }
 
@@ -191,11 +198,16 @@ class ManifestParser {
     if (!reader_.failed() && kernel.function.empty()) reader_.fail(child(path, "function"), "expected a function name");
     kernel.source = reader_.get_string(object, "source", path);
     kernel.source_hash = reader_.get_string(object, "source_hash", path);
+    read_kernel_targets(kernel, reader_.get_array(object, "targets", path, 1), child(path, "targets"));
     if (const json* grid = reader_.get_array(object, "grid", path, 3, 3)) {
       for (std::size_t d = 0; d < 3; ++d) kernel.grid_text[d] = reader_.string_value(&(*grid)[d], child(child(path, "grid"), d));
     }
     read_args(kernel, reader_.get_array(object, "args", path), child(path, "args"));
     read_config_fields(kernel, reader_.get_array(object, "config", path), child(path, "config"));
+    if (object != nullptr && object->contains("tuning_key"))
+      read_tuning_key(kernel, reader_.get_array(object, "tuning_key", path), child(path, "tuning_key"));
+    if (object != nullptr && object->contains("heuristics"))
+      read_heuristics(kernel, reader_.get_array(object, "heuristics", path), child(path, "heuristics"));
     const json* variants = reader_.get_array(object, "variants", path, 1, kMaxU32);
     std::set<std::string> ids;
     for (std::size_t i = 0; variants != nullptr && i < variants->size() && !reader_.failed(); ++i) {
@@ -207,6 +219,72 @@ class ManifestParser {
       }
     }
     manifest_.kernels.push_back(std::move(kernel));
+  }
+
+  // The kernel's targets: distinct, each one of the library's, in the library's order.
+  void read_kernel_targets(Kernel& kernel, const json* list, const std::string& path) {
+    std::size_t previous = 0;
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      const std::string target = reader_.string_value(&(*list)[i], child(path, i));
+      if (reader_.failed()) return;
+      const auto found = std::find(manifest_.targets.begin(), manifest_.targets.end(), target);
+      if (found == manifest_.targets.end()) {
+        reader_.fail(child(path, i), fmt::format("\"{}\" is not one of the manifest's targets", target));
+        return;
+      }
+      if (std::find(kernel.targets.begin(), kernel.targets.end(), target) != kernel.targets.end()) {
+        reader_.fail(child(path, i), fmt::format("\"{}\" is listed twice", target));
+        return;
+      }
+      const auto position = static_cast<std::size_t>(found - manifest_.targets.begin());
+      if (i > 0 && position < previous) {
+        reader_.fail(child(path, i), fmt::format("\"{}\" comes before \"{}\" in the manifest's targets; a kernel "
+                                                 "lists its targets in that order",
+                                                 target, kernel.targets.back()));
+        return;
+      }
+      previous = position;
+      kernel.targets.push_back(target);
+    }
+  }
+
+  // "tuning_key": names of call arguments, distinct.
+  void read_tuning_key(Kernel& kernel, const json* list, const std::string& path) {
+    const std::vector<std::size_t> call_args = kernel.call_arguments();
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      const std::string name = reader_.string_value(&(*list)[i], child(path, i));
+      if (reader_.failed()) return;
+      if (!call_argument_index(kernel, call_args, name, child(path, i))) return;
+      if (std::find(kernel.tuning_key.begin(), kernel.tuning_key.end(), name) != kernel.tuning_key.end()) {
+        reader_.fail(child(path, i), fmt::format("\"{}\" is listed twice", name));
+        return;
+      }
+      kernel.tuning_key.push_back(name);
+    }
+  }
+
+  // "heuristics": [{field, expression}], each field a config field; the expressions are kept as text.
+  void read_heuristics(Kernel& kernel, const json* list, const std::string& path) {
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      const std::string rule_path = child(path, i);
+      const json* object = reader_.object_value(&(*list)[i], rule_path);
+      Heuristic rule;
+      rule.field = reader_.get_string(object, "field", rule_path);
+      rule.expression = reader_.get_string(object, "expression", rule_path);
+      if (reader_.failed()) return;
+      const bool known = std::any_of(kernel.config.begin(), kernel.config.end(),
+                                     [&](const ConfigField& field) { return field.name == rule.field; });
+      if (!known) {
+        reader_.fail(child(rule_path, "field"), fmt::format("\"{}\" is not a config field of kernel {}", rule.field,
+                                                            kernel.name));
+        return;
+      }
+      if (rule.expression.empty()) {
+        reader_.fail(child(rule_path, "expression"), "expected an expression, got \"\"");
+        return;
+      }
+      kernel.heuristics.push_back(std::move(rule));
+    }
   }
 
   void read_args(Kernel& kernel, const json* args, const std::string& path) {
@@ -237,6 +315,12 @@ class ManifestParser {
       }
       arg.kind = rules->kind;
       rules->read_arg(reader_, *object, arg_path, arg);
+      if (!reader_.failed() && !arg.launch_only && !kernel.args.empty() && kernel.args.back().launch_only) {
+        reader_.fail(arg_path, fmt::format("\"{}\" follows the launch-only argument \"{}\"; launch-only arguments "
+                                           "come after the function's parameters",
+                                           arg.name, kernel.args.back().name));
+        return;
+      }
       if (arg.is_call_argument() && ++call_count > kMaxU16) {
         reader_.fail(path, fmt::format("more than {} call arguments", kMaxU16));
       }
@@ -256,6 +340,7 @@ class ManifestParser {
         return value->get<double>();
       case FieldKind::bool_value: return reader_.bool_value(value, path);
       case FieldKind::dtype_value: return reader_.dtype_value(value, path);
+      case FieldKind::string_value: return reader_.string_value(value, path);
     }
     return std::int64_t{0};
   }
@@ -291,9 +376,11 @@ class ManifestParser {
         field.kind = FieldKind::bool_value;
       } else if (kind == "dtype") {
         field.kind = FieldKind::dtype_value;
+      } else if (kind == "string") {
+        field.kind = FieldKind::string_value;
       } else if (!reader_.failed()) {
         reader_.fail(child(field_path, "kind"),
-                     fmt::format("unknown config kind \"{}\" (expected int, float, bool or dtype)", kind));
+                     fmt::format("unknown config kind \"{}\" (expected int, float, bool, dtype or string)", kind));
       }
       const json* values = reader_.get_array(object, "values", field_path, 1);
       for (std::size_t v = 0; values != nullptr && v < values->size() && !reader_.failed(); ++v) {
@@ -335,23 +422,56 @@ class ManifestParser {
                         child(path, "specialization"));
     read_variant_config(kernel, variant, reader_.get_object(object, "config", path), child(path, "config"));
     read_params(kernel, call_args, variant, reader_.get_array(object, "params", path), child(path, "params"));
+    check_params(kernel, call_args, variant, child(path, "params"));
     if (const json* grid = reader_.get_array(object, "grid", path, 3, 3)) {
       for (std::size_t d = 0; d < 3 && !reader_.failed(); ++d) {
         variant.grid[d] = read_grid_program(kernel, call_args, &(*grid)[d], child(child(path, "grid"), d));
       }
     }
-    const json* images = reader_.get_array(object, "images", path, 1);
+    // One image per target of the kernel that has this variant, in the kernel's target order.
+    const json* images = reader_.get_array(object, "images", path, 1, std::max<std::size_t>(kernel.targets.size(), 1));
+    std::size_t next_target = 0;  // images after this one come from later targets of the kernel
     for (std::size_t i = 0; images != nullptr && i < images->size() && !reader_.failed(); ++i) {
       const std::string image_path = child(child(path, "images"), i);
       Image image = read_image(kernel, (*images)[i], image_path);
+      if (reader_.failed()) break;
       for (const Image& other : variant.images) {
         if (!reader_.failed() && other.target == image.target) {
           reader_.fail(child(image_path, "target"), fmt::format("a second image for target \"{}\"", image.target));
         }
       }
+      const auto position = static_cast<std::size_t>(
+          std::find(kernel.targets.begin(), kernel.targets.end(), image.target) - kernel.targets.begin());
+      if (!reader_.failed() && position < next_target) {
+        reader_.fail(child(image_path, "target"),
+                     fmt::format("\"{}\" comes after \"{}\"; images follow the kernel's targets ({})", image.target,
+                                 variant.images.back().target, join_strings(kernel.targets)));
+      }
+      next_target = position + 1;
       variant.images.push_back(std::move(image));
     }
     return variant;
+  }
+
+  // Launch-only arguments and pointers compiled None are never parameters; a None-able pointer
+  // that this variant does not compile None is.
+  void check_params(const Kernel& kernel, const std::vector<std::size_t>& call_args, const Variant& variant,
+                    const std::string& path) {
+    if (reader_.failed()) return;
+    for (std::size_t i = 0; i < call_args.size(); ++i) {
+      const Arg& arg = kernel.args[call_args[i]];
+      const auto found = std::find(variant.params.begin(), variant.params.end(), i);
+      const bool in_params = found != variant.params.end();
+      const std::string at = in_params ? child(path, static_cast<std::size_t>(found - variant.params.begin())) : path;
+      if (arg.launch_only && in_params) {
+        reader_.fail(at, fmt::format("\"{}\" is a launch-only argument; the kernel does not take it", arg.name));
+      } else if (variant.specialization[i].none && in_params) {
+        reader_.fail(at, fmt::format("\"{}\" is compiled None in this variant; it is not a parameter", arg.name));
+      } else if (arg.none && !variant.specialization[i].none && !in_params) {
+        reader_.fail(at, fmt::format("\"{}\" is not None in this variant, so it must be among its params", arg.name));
+      }
+      if (reader_.failed()) return;
+    }
   }
 
   void read_specialization(const Kernel& kernel, const std::vector<std::size_t>& call_args, Variant& variant,
@@ -443,7 +563,7 @@ class ManifestParser {
         {"lit", {GridOp::literal, 0}}, {"arg", {GridOp::arg, 0}}, {"add", {GridOp::add, 2}},
         {"sub", {GridOp::sub, 2}},     {"mul", {GridOp::mul, 2}}, {"div", {GridOp::div, 2}},
         {"mod", {GridOp::mod, 2}},     {"cdiv", {GridOp::cdiv, 2}}, {"min", {GridOp::min, 2}},
-        {"max", {GridOp::max, 2}},     {"neg", {GridOp::neg, 1}},
+        {"max", {GridOp::max, 2}},     {"neg", {GridOp::neg, 1}},  {"num_sms", {GridOp::num_sms, 0}},
     };
     GridProgram program;
     const json* list = reader_.array_value(value, path);
@@ -455,8 +575,8 @@ class ManifestParser {
       if (reader_.failed()) break;
       const auto found = kOps.find(op);
       if (found == kOps.end()) {
-        reader_.fail(child(instr_path, "op"), fmt::format("unknown grid op \"{}\" (expected lit, arg, add, sub, mul, "
-                                                          "div, mod, cdiv, min, max or neg)",
+        reader_.fail(child(instr_path, "op"), fmt::format("unknown grid op \"{}\" (expected lit, arg, num_sms, add, sub, "
+                                                          "mul, div, mod, cdiv, min, max or neg)",
                                                           op));
         break;
       }
@@ -496,8 +616,9 @@ class ManifestParser {
     const json* object = reader_.object_value(&value, path);
     image.target = reader_.get_string(object, "target", path);
     if (!reader_.failed() &&
-        std::find(manifest_.targets.begin(), manifest_.targets.end(), image.target) == manifest_.targets.end()) {
-      reader_.fail(child(path, "target"), fmt::format("\"{}\" is not one of the manifest's targets", image.target));
+        std::find(kernel.targets.begin(), kernel.targets.end(), image.target) == kernel.targets.end()) {
+      reader_.fail(child(path, "target"), fmt::format("\"{}\" is not one of kernel {}'s targets ({})", image.target,
+                                                      kernel.name, join_strings(kernel.targets)));
     }
     image.arch = static_cast<std::uint16_t>(reader_.get_unsigned(object, "arch", path, kMaxU16));
     image.arch_specific = reader_.get_bool(object, "arch_specific", path);

@@ -45,28 +45,38 @@ struct PackSite {
 template <table::ArgKind Kind>
 struct ArgKindRules;
 
-// A device pointer. Facts: dtype slot x (16-byte aligned or not). Packed in place (the address).
+// A device pointer. Facts: dtype slot x (16-byte aligned or not), and for arguments with None
+// variants one more, "null": a null pointer selects exactly the variants compiled with the pointer
+// None (and they take nothing else); for other arguments a null pointer is a pointer of its dtype.
+// Packed in place (the address); a None variant does not take it.
 template <>
 struct ArgKindRules<table::ArgKind::pointer> {
-  static const char* table_problem(const table::Arg&, const table::ArgSpecialization&) { return nullptr; }
-  static int fact_count(const table::Arg& arg) { return 2 * arg.type_count; }
-  static int fact_of(const table::Arg&, const DtypeSlots& slots, const taot_arg& value) noexcept {
+  static const char* table_problem(const table::Arg& arg, const table::ArgSpecialization& spec) {
+    return spec.none && !arg.none ? "a None specialization of an argument without None variants" : nullptr;
+  }
+  static int fact_count(const table::Arg& arg) { return 2 * arg.type_count + (arg.none ? 1 : 0); }
+  static int fact_of(const table::Arg& arg, const DtypeSlots& slots, const taot_arg& value) noexcept {
+    if (arg.none && value.address == 0) return 2 * arg.type_count;
     const int slot = dtype_slot(slots, value.dtype);
     return slot < 0 ? -1 : 2 * slot + ((value.address % 16) == 0 ? 1 : 0);
   }
   static bool accepts(const table::Arg& arg, const table::ArgSpecialization& spec, int fact) {
+    if (fact == 2 * arg.type_count) return spec.none;
     const bool aligned = (fact % 2) == 1;
-    return spec.type == arg.types[fact / 2] && (spec.hint == 0 || aligned);
+    return !spec.none && spec.type == arg.types[fact / 2] && (spec.hint == 0 || aligned);
   }
   static int score(const table::Arg&, const table::ArgSpecialization& spec) { return spec.hint == 16 ? 1 : 0; }
-  static std::string describe_value(const table::Arg&, const taot_arg& value) {
+  static std::string describe_value(const table::Arg& arg, const taot_arg& value) {
+    if (arg.none && value.address == 0) return "None (a null pointer)";
     return std::string(dtype_name(static_cast<DType>(value.dtype))) + " pointer " + hex(value.address) +
            ((value.address % 16) == 0 ? " (16-byte aligned)" : " (not 16-byte aligned)");
   }
   static std::string compiled_choice(const table::Arg&, const table::ArgSpecialization& spec) {
+    if (spec.none) return "None";
     return std::string(dtype_name(static_cast<DType>(spec.type))) + (spec.hint == 16 ? " align 16" : " any alignment");
   }
   static std::string variant_text(const table::Arg&, const table::ArgSpecialization& spec) {
+    if (spec.none) return "None";
     return std::string(dtype_name(static_cast<DType>(spec.type))) + (spec.hint == 16 ? " align 16" : "");
   }
   static constexpr bool kPacksInPlace = true;

@@ -1,4 +1,5 @@
 // The C ABI over taot::Kernel: status codes out, messages into a thread-local last error.
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -31,6 +32,36 @@ taot_status guarded(Body&& body) noexcept {
 
 taot::Status null_kernel() { return taot::Status::error(TAOT_INVALID_ARGUMENT, "the kernel handle is null"); }
 
+using taot::Expected;
+
+// An exact config given by name, as the runtime's per-field requests.
+Expected<std::vector<taot::FieldRequest>> config_requests(const taot::table::KernelTable& table,
+                                                          const taot_config_value* config, size_t config_count) {
+  const std::string name = std::string(table.library) + "::" + table.name;
+  if (config == nullptr)
+    return taot::Status::error(TAOT_INVALID_ARGUMENT, name + ": config is null but " + std::to_string(config_count) +
+                                                          " config values were announced");
+  std::vector<taot::FieldRequest> fields(table.field_count);
+  for (size_t c = 0; c < config_count; ++c) {
+    const char* field_name = config[c].name;
+    size_t f = 0;
+    while (f < table.field_count && (field_name == nullptr || std::string(field_name) != table.fields[f].name)) ++f;
+    if (f == table.field_count) {
+      std::string known;
+      for (size_t k = 0; k < table.field_count; ++k) known += (k ? ", " : "") + std::string(table.fields[k].name);
+      return taot::Status::error(TAOT_INVALID_ARGUMENT, name + ": unknown config field '" +
+                                                            (field_name ? field_name : "(null)") +
+                                                            "'; the fields are: " + known);
+    }
+    if (table.fields[f].kind == taot::table::FieldKind::string_value && config[c].text == nullptr)
+      return taot::Status::error(TAOT_INVALID_ARGUMENT, name + ": config field " + table.fields[f].name +
+                                                            " takes a string: set taot_config_value.text");
+    fields[f] = taot::FieldRequest{true, config[c].integer, config[c].real,
+                                   config[c].text != nullptr ? std::string_view(config[c].text) : std::string_view()};
+  }
+  return fields;
+}
+
 }  // namespace
 
 extern "C" {
@@ -55,30 +86,41 @@ const char* taot_status_name(taot_status status) {
 
 taot_status taot_launch(taot_kernel* handle, CUstream stream, const taot_arg* args, size_t arg_count,
                         const taot_config_value* config, size_t config_count) {
+  taot_launch_options options = TAOT_LAUNCH_OPTIONS_INIT;
+  options.config = config;
+  options.config_count = config_count;
+  return taot_launch_ex(handle, stream, args, arg_count, &options);
+}
+
+taot_status taot_launch_ex(taot_kernel* handle, CUstream stream, const taot_arg* args, size_t arg_count,
+                           const taot_launch_options* options) {
   return guarded([&]() -> taot::Status {
     if (handle == nullptr) return null_kernel();
     taot::Kernel& kernel = *taot::Kernel::from_handle(handle);
-    if (config_count == 0) return kernel.launch(stream, args, arg_count, taot::Selection::automatic());
     const taot::table::KernelTable& table = kernel.table();
-    if (config == nullptr)
-      return taot::Status::error(TAOT_INVALID_ARGUMENT, std::string(table.library) + "::" + table.name +
-                                                            ": config is null but " + std::to_string(config_count) +
-                                                            " config values were announced");
-    std::vector<taot::FieldRequest> fields(table.field_count);
-    for (size_t c = 0; c < config_count; ++c) {
-      const char* name = config[c].name;
-      size_t f = 0;
-      while (f < table.field_count && (name == nullptr || std::string(name) != table.fields[f].name)) ++f;
-      if (f == table.field_count) {
-        std::string known;
-        for (size_t k = 0; k < table.field_count; ++k) known += (k ? ", " : "") + std::string(table.fields[k].name);
-        return taot::Status::error(TAOT_INVALID_ARGUMENT, std::string(table.library) + "::" + table.name +
-                                                              ": unknown config field '" + (name ? name : "(null)") +
-                                                              "'; the fields are: " + known);
-      }
-      fields[f] = taot::FieldRequest{true, config[c].integer, config[c].real};
+    const std::string name = std::string(table.library) + "::" + table.name;
+    taot_launch_options given = TAOT_LAUNCH_OPTIONS_INIT;
+    if (options != nullptr) {
+      if (options->struct_size < sizeof(size_t) || options->struct_size > sizeof(taot_launch_options))
+        return taot::Status::error(TAOT_INVALID_ARGUMENT, name + ": taot_launch_options.struct_size is " +
+                                                              std::to_string(options->struct_size) +
+                                                              "; set it to sizeof(taot_launch_options)");
+      std::memcpy(&given, options, options->struct_size);
     }
-    return kernel.launch(stream, args, arg_count, taot::Selection::config(fields.data()));
+    taot::Selection selection = taot::Selection::automatic();
+    std::vector<taot::FieldRequest> fields;
+    if (given.config_count != 0) {
+      if (given.variant >= 0)
+        return taot::Status::error(TAOT_INVALID_ARGUMENT, name + ": give either a variant or a config, not both");
+      Expected<std::vector<taot::FieldRequest>> requested = config_requests(table, given.config, given.config_count);
+      if (!requested.ok()) return std::move(requested).take_status();
+      fields = std::move(requested).value();
+      selection = taot::Selection::config(fields.data());
+    } else if (given.variant >= 0) {
+      selection = taot::Selection::variant(static_cast<size_t>(given.variant));
+    }
+    if (given.grid == nullptr) return kernel.launch(stream, args, arg_count, selection);
+    return kernel.launch(stream, args, arg_count, selection, taot::Grid{given.grid[0], given.grid[1], given.grid[2]});
   });
 }
 

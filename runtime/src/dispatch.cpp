@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "config_fields.h"
 #include "tensordesc.h"
 
 namespace taot::detail {
@@ -34,27 +35,37 @@ bool any_bit(const std::vector<std::uint64_t>& mask) {
   return std::any_of(mask.begin(), mask.end(), [](std::uint64_t word) { return word != 0; });
 }
 
-std::string field_value_text(const table::ConfigField& field, std::size_t index) {
-  switch (field.kind) {
-    case table::FieldKind::float_value: {
-      std::string text = std::to_string(field.float_values[index]);
-      text.erase(text.find_last_not_of('0') + 1);
-      if (!text.empty() && text.back() == '.') text.pop_back();
-      return text;
+// Whether every variant has images for the same targets (the common case): then selection need
+// not know the device.
+bool uniform_images(const table::KernelTable& table) {
+  const table::Variant& first = table.variants[0];
+  for (std::uint32_t v = 1; v < table.variant_count; ++v) {
+    const table::Variant& variant = table.variants[v];
+    if (variant.image_count != first.image_count) return false;
+    for (std::uint16_t i = 0; i < variant.image_count; ++i) {
+      const table::Image& a = variant.images[i];
+      const table::Image& b = first.images[i];
+      if (a.arch != b.arch || a.arch_specific != b.arch_specific) return false;
     }
-    case table::FieldKind::bool_value: return field.int_values[index] ? "true" : "false";
-    case table::FieldKind::dtype_value: return dtype_name(static_cast<DType>(field.int_values[index]));
-    default: return std::to_string(field.int_values[index]);
   }
+  return true;
 }
 
-std::string request_text(const table::ConfigField& field, const FieldRequest& request) {
-  switch (field.kind) {
-    case table::FieldKind::float_value: return std::to_string(request.real);
-    case table::FieldKind::bool_value: return request.integer ? "true" : "false";
-    case table::FieldKind::dtype_value: return dtype_name(static_cast<DType>(request.integer));
-    default: return std::to_string(request.integer);
-  }
+// "sm_80, sm_90": the kernel's targets (from its images when the table lists none).
+std::string targets_text(const table::KernelTable& table) {
+  std::vector<std::string> targets;
+  for (std::uint16_t t = 0; t < table.target_count; ++t) targets.emplace_back(table.targets[t]);
+  for (std::uint32_t v = 0; targets.empty() && v < table.variant_count; ++v)
+    for (std::uint16_t i = 0; i < table.variants[v].image_count; ++i)
+      targets.emplace_back(table.variants[v].images[i].target);
+  std::string text;
+  for (const std::string& target : targets)
+    if (text.find(target) == std::string::npos) text += (text.empty() ? "" : ", ") + target;
+  return text;
+}
+
+std::string device_text(const DeviceFacts& device) {
+  return device.name + ", sm_" + std::to_string(device.arch);
 }
 
 }  // namespace
@@ -132,6 +143,23 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
     }
     index.dtype_slots_.push_back(slots);
   }
+  if (!uniform_images(table)) {
+    // Every arch that may run some image: each minor of each major an image was built for.
+    for (std::uint32_t v = 0; v < table.variant_count; ++v)
+      for (std::uint16_t i = 0; i < table.variants[v].image_count; ++i) {
+        const int major = table.variants[v].images[i].arch / 10;
+        for (int minor = 0; minor < 10; ++minor)
+          if (std::find(index.arch_classes_.begin(), index.arch_classes_.end(), major * 10 + minor) ==
+              index.arch_classes_.end())
+            index.arch_classes_.push_back(major * 10 + minor);
+      }
+    index.runnable_masks_.assign((index.arch_classes_.size() + 1) * index.words_, 0);
+    for (std::size_t c = 0; c < index.arch_classes_.size(); ++c)
+      for (std::uint32_t v = 0; v < table.variant_count; ++v)
+        if (pick_image(table.variants[v], index.arch_classes_[c]) != nullptr)
+          set_bit(&index.runnable_masks_[c * index.words_], index.position_[v]);
+    if (memo_size <= kMaxMemo) memo_size *= index.arch_classes_.size() + 1;
+  }
   if (memo_size <= kMaxMemo) {
     index.memo_.reset(new std::atomic<std::int32_t>[memo_size]);
     for (std::size_t m = 0; m < memo_size; ++m) index.memo_[m].store(-1, std::memory_order_relaxed);
@@ -160,11 +188,8 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
 
 int DispatchIndex::value_index(std::size_t field_index, const FieldRequest& request) const noexcept {
   const table::ConfigField& field = table_->fields[field_index];
-  for (std::uint16_t i = 0; i < field.value_count; ++i) {
-    const bool equal = field.kind == table::FieldKind::float_value ? field.float_values[i] == request.real
-                                                                   : field.int_values[i] == request.integer;
-    if (equal) return i;
-  }
+  for (std::uint16_t i = 0; i < field.value_count; ++i)
+    if (value_equals(field, i, request)) return i;
   return -1;
 }
 
@@ -174,8 +199,8 @@ Status DispatchIndex::check_arity(std::size_t arg_count) const {
                                                   " arguments, got " + std::to_string(arg_count));
 }
 
-Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t arg_count,
-                                            const Selection& selection) const {
+Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                                            const DeviceFacts* device) const {
   if (arg_count != table_->arg_count) return check_arity(arg_count);
   if (selection.is_variant()) {
     const std::size_t variant = selection.variant_index();
@@ -193,17 +218,19 @@ Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t ar
 
   if (memo_ && selection.fields() == nullptr) {
     std::size_t key = 0;
-    if (!memo_key(args, &key)) return explain_miss(args, selection);
-    const std::int32_t known = memo_[key].load(std::memory_order_relaxed);
-    if (known >= 0) return static_cast<std::size_t>(known);
-    Expected<std::size_t> chosen = select_by_masks(args, selection);
-    if (chosen.ok()) memo_[key].store(static_cast<std::int32_t>(*chosen), std::memory_order_relaxed);
-    return chosen;
+    if (memo_key(args, device, &key)) {
+      const std::int32_t known = memo_[key].load(std::memory_order_relaxed);
+      if (known >= 0) return static_cast<std::size_t>(known);
+      Expected<std::size_t> chosen = select_by_masks(args, selection, device);
+      if (chosen.ok()) memo_[key].store(static_cast<std::int32_t>(*chosen), std::memory_order_relaxed);
+      return chosen;
+    }
   }
-  return select_by_masks(args, selection);
+  return select_by_masks(args, selection, device);
 }
 
-Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const Selection& selection) const {
+Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const Selection& selection,
+                                                     const DeviceFacts* device) const {
   constexpr std::size_t kInlineWords = 16;
   std::uint64_t inline_mask[kInlineWords];
   std::vector<std::uint64_t> heap_mask;
@@ -212,11 +239,12 @@ Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const
     heap_mask.resize(words_);
     mask = heap_mask.data();
   }
-  std::fill(mask, mask + words_, ~std::uint64_t{0});
+  if (const std::uint64_t* on_device = runnable(device)) std::copy(on_device, on_device + words_, mask);
+  else std::fill(mask, mask + words_, ~std::uint64_t{0});
 
   for (std::size_t a = 0; a < table_->arg_count; ++a) {
     const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
-    if (fact < 0) return explain_miss(args, selection);
+    if (fact < 0) return explain_miss(args, selection, device);
     const std::uint64_t* accepted = fact_mask(a, fact);
     for (std::size_t w = 0; w < words_; ++w) mask[w] &= accepted[w];
   }
@@ -224,7 +252,7 @@ Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const
     for (std::size_t f = 0; f < table_->field_count; ++f) {
       if (!fields[f].set) continue;
       const int value = value_index(f, fields[f]);
-      if (value < 0) return explain_miss(args, selection);
+      if (value < 0) return explain_miss(args, selection, device);
       const std::uint64_t* with_value = value_mask(f, static_cast<std::size_t>(value));
       for (std::size_t w = 0; w < words_; ++w) mask[w] &= with_value[w];
     }
@@ -235,7 +263,7 @@ Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const
       return static_cast<std::size_t>(order_[bit]);
     }
   }
-  return explain_miss(args, selection);
+  return explain_miss(args, selection, device);
 }
 
 // What the variants in `among` were compiled to take for one argument, e.g.
@@ -253,9 +281,19 @@ std::string DispatchIndex::compiled_choices(std::size_t arg_index, const std::ve
   return text;
 }
 
-Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& selection) const {
+Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& selection, const DeviceFacts* device) const {
   std::vector<std::uint64_t> mask(words_, 0);
-  for (std::uint32_t v = 0; v < table_->variant_count; ++v) set_bit(mask.data(), v);
+  std::string variants = "variant";  // "variant for this GPU (H100, sm_90)" on a device-aware index
+  if (const std::uint64_t* on_device = runnable(device)) {
+    mask.assign(on_device, on_device + words_);
+    if (!any_bit(mask))
+      return Status::error(TAOT_UNSUPPORTED_DEVICE, qualified_name_ + ": no variant has an image for this GPU (" +
+                                                        device_text(*device) + "); the kernel was compiled for " +
+                                                        targets_text(*table_));
+    variants = "variant for this GPU (" + device_text(*device) + ")";
+  } else {
+    for (std::uint32_t v = 0; v < table_->variant_count; ++v) set_bit(mask.data(), v);
+  }
   if (const FieldRequest* fields = selection.fields()) {
     for (std::size_t f = 0; f < table_->field_count; ++f) {
       if (!fields[f].set) continue;
@@ -264,7 +302,7 @@ Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& select
       if (value < 0) {
         std::string compiled;
         for (std::uint16_t i = 0; i < field.value_count; ++i)
-          compiled += (i ? ", " : "") + field_value_text(field, i);
+          compiled += (i ? ", " : "") + value_text(field, i);
         return Status::error(TAOT_NO_MATCHING_VARIANT, qualified_name_ + ": config " + field.name + "=" +
                                                            request_text(field, fields[f]) +
                                                            " was not compiled; compiled values: " + compiled);
@@ -273,8 +311,8 @@ Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& select
       std::vector<std::uint64_t> next(words_);
       for (std::size_t w = 0; w < words_; ++w) next[w] = mask[w] & with_value[w];
       if (!any_bit(next))
-        return Status::error(TAOT_NO_MATCHING_VARIANT, qualified_name_ + ": no variant has config " + field.name +
-                                                           "=" + request_text(field, fields[f]) +
+        return Status::error(TAOT_NO_MATCHING_VARIANT, qualified_name_ + ": no " + variants + " has config " +
+                                                           field.name + "=" + request_text(field, fields[f]) +
                                                            " together with the other requested config values");
       mask = std::move(next);
     }
@@ -290,11 +328,14 @@ Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& select
     if (!any_bit(next)) {
       const bool requested = selection.fields() != nullptr;
       return Status::error(TAOT_NO_MATCHING_VARIANT,
-                           qualified_name_ + ": no compiled variant accepts " + describe_value(table_->args[a], args[a]) + "; " +
+                           qualified_name_ + ": no compiled " + variants + " accepts " +
+                               describe_value(table_->args[a], args[a]) + "; " +
                                (a > 0 || requested ? "given the arguments before it" : "") +
                                (requested ? (a > 0 ? " and the requested config" : "given the requested config") : "") +
                                (a > 0 || requested ? ", " : "") + "the variants take " + arg.name + " as: " +
-                               compiled_choices(a, mask));
+                               compiled_choices(a, mask) +
+                               (runnable(device) != nullptr ? "; the kernel was compiled for " + targets_text(*table_)
+                                                            : ""));
     }
     mask = std::move(next);
   }

@@ -1,5 +1,6 @@
-// Variant selection: a kernel's variants as bitsets per (argument, observed fact) and per
-// (config field, value), so that a call is a few ANDs and a find-first-set.
+// Variant selection: a kernel's variants as bitsets per (argument, observed fact), per (config
+// field, value) and, when the variants have images for different targets, per device arch, so
+// that a call is a few ANDs and a find-first-set.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "arg_kinds.h"
+#include "device.h"
 #include "taot/runtime.h"
 
 namespace taot::detail {
@@ -28,12 +30,21 @@ class DispatchIndex {
   static Expected<DispatchIndex> build(const table::KernelTable& table);
 
   // The variant to launch for `args` under `selection`, or an error that names the argument, the
-  // predicate it failed and what was compiled.
-  Expected<std::size_t> select(const taot_arg* args, std::size_t arg_count, const Selection& selection) const;
+  // predicate it failed and what was compiled. For a device-aware index, automatic and config
+  // selection consider only the variants `device` runs (all of them when `device` is null);
+  // exact variant selection ignores the device.
+  Expected<std::size_t> select(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                               const DeviceFacts* device = nullptr) const;
 
-  // The variant an automatic selection already chose for arguments with the same facts, or -1
-  // (not chosen yet, not an automatic selection, or an argument no variant takes): then select().
-  std::int64_t memoized(const taot_arg* args, std::size_t arg_count, const Selection& selection) const noexcept;
+  // The variant an automatic selection already chose for arguments with the same facts (on a
+  // device of the same arch, for a device-aware index), or -1 (not chosen yet, not an automatic
+  // selection, or an argument no variant takes): then select().
+  std::int64_t memoized(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                        const DeviceFacts* device = nullptr) const noexcept;
+
+  // Whether the variants have images for different targets, so that selection needs the device.
+  // Decided once at build; false in the common case, which then pays nothing for it.
+  bool device_aware() const noexcept { return !arch_classes_.empty(); }
 
   // The library-qualified kernel name used in messages, "vector_add::add_kernel".
   const std::string& qualified_name() const noexcept { return qualified_name_; }
@@ -50,13 +61,21 @@ class DispatchIndex {
   // The index of the requested value in the field's value list, or -1.
   int value_index(std::size_t field_index, const FieldRequest& request) const noexcept;
 
-  // The memo slot of `args` (mixed radix over their facts); false when an argument shows a fact
-  // no variant has (a pointer dtype none takes).
-  bool memo_key(const taot_arg* args, std::size_t* key) const noexcept;
+  // The memo slot of `args` (mixed radix over their facts, then the device's arch class); false
+  // when an argument shows a fact no variant has (a pointer dtype none takes).
+  bool memo_key(const taot_arg* args, const DeviceFacts* device, std::size_t* key) const noexcept;
+  // The index of `arch` in arch_classes_, or arch_classes_.size() when no variant runs there.
+  std::size_t arch_class(int arch) const noexcept;
+  // The variants `device` runs, for a device-aware index and a known device; else null (all).
+  const std::uint64_t* runnable(const DeviceFacts* device) const noexcept {
+    if (arch_classes_.empty() || device == nullptr) return nullptr;
+    return &runnable_masks_[arch_class(device->arch) * words_];
+  }
   // Selection by bitsets, without the memo.
-  Expected<std::size_t> select_by_masks(const taot_arg* args, const Selection& selection) const;
+  Expected<std::size_t> select_by_masks(const taot_arg* args, const Selection& selection,
+                                        const DeviceFacts* device) const;
   Status check_arity(std::size_t arg_count) const;
-  Status explain_miss(const taot_arg* args, const Selection& selection) const;
+  Status explain_miss(const taot_arg* args, const Selection& selection, const DeviceFacts* device) const;
   Status explain_variant_rejects(std::size_t variant, const taot_arg* args) const;
   std::string compiled_choices(std::size_t arg_index, const std::vector<std::uint64_t>& among) const;
 
@@ -75,22 +94,51 @@ class DispatchIndex {
   // counts): -1 until first seen. Absent when the fact space is too large to tabulate.
   std::vector<std::size_t> fact_radix_;
   std::unique_ptr<std::atomic<std::int32_t>[]> memo_;
+  // Device-aware indexes only (else empty): every arch a device may have that some variant runs
+  // (each minor of each major an image was built for), and per arch class the variants with an
+  // image that arch runs (pick_image), then an all-zero mask for every other arch.
+  std::vector<int> arch_classes_;
+  std::vector<std::uint64_t> runnable_masks_;
 };
 
-inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t arg_count,
-                                            const Selection& selection) const noexcept {
+// The image of `variant` a device of compute capability `arch` runs: an exact match first, else
+// the newest portable (not arch-specific) image of the same major version that is not newer than
+// the device; null when there is none.
+inline const table::Image* pick_image(const table::Variant& variant, int arch) noexcept {
+  const table::Image* best = nullptr;
+  for (std::uint16_t i = 0; i < variant.image_count; ++i) {
+    const table::Image& image = variant.images[i];
+    if (image.arch == arch) return &image;
+    const bool compatible = !image.arch_specific && image.arch / 10 == arch / 10 && image.arch < arch;
+    if (compatible && (best == nullptr || image.arch > best->arch)) best = &image;
+  }
+  return best;
+}
+
+inline std::size_t DispatchIndex::arch_class(int arch) const noexcept {
+  std::size_t c = 0;
+  while (c < arch_classes_.size() && arch_classes_[c] != arch) ++c;
+  return c;
+}
+
+inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                                            const DeviceFacts* device) const noexcept {
   if (!memo_ || selection.fields() != nullptr || selection.is_variant() || arg_count != table_->arg_count) return -1;
   std::size_t key = 0;
-  if (!memo_key(args, &key)) return -1;
+  if (!memo_key(args, device, &key)) return -1;
   return memo_[key].load(std::memory_order_relaxed);
 }
 
-inline bool DispatchIndex::memo_key(const taot_arg* args, std::size_t* key) const noexcept {
+inline bool DispatchIndex::memo_key(const taot_arg* args, const DeviceFacts* device, std::size_t* key) const noexcept {
   std::size_t slot = 0;
   for (std::size_t a = 0; a < table_->arg_count; ++a) {
     const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
     if (fact < 0) return false;
     slot = slot * fact_radix_[a] + static_cast<std::size_t>(fact);
+  }
+  if (!arch_classes_.empty()) {
+    if (device == nullptr) return false;  // no device to select for: not memoized
+    slot = slot * (arch_classes_.size() + 1) + arch_class(device->arch);
   }
   *key = slot;
   return true;

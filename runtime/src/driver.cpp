@@ -58,6 +58,7 @@ Expected<const Api*> get() {
 }
 
 void install_for_testing(const Api* api) {
+  generation.fetch_add(1, std::memory_order_acq_rel);
   installed_api.store(api, std::memory_order_release);
   active_api.store(api, std::memory_order_release);
 }

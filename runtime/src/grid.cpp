@@ -22,8 +22,16 @@ Status grid_error(const table::KernelTable& table, int dimension, const std::str
 
 }  // namespace
 
+bool grid_uses_num_sms(const table::KernelTable& table) noexcept {
+  for (std::uint32_t v = 0; v < table.variant_count; ++v)
+    for (const table::GridProgram& program : table.variants[v].grid)
+      for (std::uint16_t i = 0; i < program.length; ++i)
+        if (program.code[i].op == table::GridOp::num_sms) return true;
+  return false;
+}
+
 Status evaluate_grid(const table::KernelTable& table, const table::Variant& variant, const taot_arg* args,
-                     std::array<std::int64_t, 3>& grid) {
+                     std::int64_t num_sms, std::array<std::int64_t, 3>& grid) {
   constexpr int kStackDepth = 32;
   for (int d = 0; d < 3; ++d) {
     const table::GridProgram& program = variant.grid[d];
@@ -43,9 +51,11 @@ Status evaluate_grid(const table::KernelTable& table, const table::Variant& vari
     int depth = 0;
     for (std::uint16_t i = 0; i < program.length; ++i) {
       const table::GridInstr& instr = program.code[i];
-      if (instr.op == table::GridOp::literal || instr.op == table::GridOp::arg) {
+      if (instr.op == table::GridOp::literal || instr.op == table::GridOp::arg || instr.op == table::GridOp::num_sms) {
         if (depth == kStackDepth) return grid_error(table, d, "is too deep to evaluate");
-        stack[depth++] = instr.op == table::GridOp::literal ? instr.value : args[instr.arg].integer;
+        stack[depth++] = instr.op == table::GridOp::literal ? instr.value
+                         : instr.op == table::GridOp::arg   ? args[instr.arg].integer
+                                                            : num_sms;
         continue;
       }
       if (instr.op == table::GridOp::neg) {

@@ -40,6 +40,7 @@ struct KernelState {
     for (std::size_t v = 0; v < table.variant_count; ++v) functions[v].store(nullptr, std::memory_order_relaxed);
     for (std::size_t a = 0; a < table.arg_count; ++a)
       if (!packs_in_place(table.args[a])) expanded_ordinal[a] = expanded_count++;
+    uses_num_sms = grid_uses_num_sms(table);
   }
   DispatchIndex index;
   std::unique_ptr<std::atomic<LoadedFunction*>[]> functions;  // per variant
@@ -47,6 +48,7 @@ struct KernelState {
   // of its entry in an image's tensordesc_meta; 0 for the others.
   std::vector<std::uint16_t> expanded_ordinal;
   std::uint16_t expanded_count = 0;  // 0: every argument packs in place (the common, fast case)
+  bool uses_num_sms = false;         // some grid program reads the device's multiprocessor count
 };
 
 namespace {
@@ -92,19 +94,6 @@ Expected<Device> context_device(const driver::Api& api) {
   char name[256] = {};
   if (api.cuDeviceGetName(name, sizeof(name) - 1, device.handle) == CUDA_SUCCESS) device.name = name;
   return device;
-}
-
-// The image for a device of compute capability `arch`: an exact match first, else the newest
-// portable cubin of the same major version that is not newer than the device.
-const table::Image* pick_image(const table::Variant& variant, int arch) {
-  const table::Image* best = nullptr;
-  for (std::uint16_t i = 0; i < variant.image_count; ++i) {
-    const table::Image& image = variant.images[i];
-    if (image.arch == arch) return &image;
-    const bool compatible = !image.arch_specific && image.arch / 10 == arch / 10 && image.arch < arch;
-    if (compatible && (best == nullptr || image.arch > best->arch)) best = &image;
-  }
-  return best;
 }
 
 std::string variant_name(const DispatchIndex& index, const table::Variant& variant) {
@@ -271,26 +260,74 @@ Expected<std::size_t> Kernel::select(const taot_arg* args, std::size_t arg_count
   if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
   Expected<detail::KernelState*> state = this->state();
   if (!state.ok()) return std::move(state).take_status();
-  return (*state)->index.select(args, arg_count, selection);
+  const detail::DispatchIndex& index = (*state)->index;
+  const detail::DeviceFacts* device = nullptr;
+  if (index.device_aware()) {  // the current context's device, when there is one
+    Expected<const driver::Api*> api = driver::get();
+    CUcontext current = nullptr;
+    if (api.ok() && (*api)->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr) {
+      Expected<const detail::DeviceFacts*> facts = detail::device_facts(**api, current);
+      if (!facts.ok()) return std::move(facts).take_status().with_context(index.qualified_name());
+      device = *facts;
+    }
+  }
+  return index.select(args, arg_count, selection, device);
 }
 
 Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection) {
+  return launch_on(stream, args, arg_count, selection, nullptr);
+}
+
+Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                      const Grid& grid) {
+  return launch_on(stream, args, arg_count, selection, &grid);
+}
+
+Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                         const Grid* given_grid) {
   if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
   detail::KernelState* built = state_.load(std::memory_order_acquire);
   Expected<detail::KernelState*> state = built != nullptr ? Expected<detail::KernelState*>(built) : this->state();
   if (!state.ok()) return std::move(state).take_status();
   const detail::DispatchIndex& index = (*state)->index;
-  const std::int64_t memoized = index.memoized(args, arg_count, selection);
+
+  // The device, for kernels whose selection or grid depends on it (off the common path).
+  const driver::Api* api = driver::loaded();
+  const detail::DeviceFacts* device = nullptr;
+  if (index.device_aware() || (given_grid == nullptr && (*state)->uses_num_sms)) {
+    if (api == nullptr) {
+      Expected<const driver::Api*> loaded_api = driver::get();
+      if (!loaded_api.ok()) return std::move(loaded_api).take_status();
+      api = *loaded_api;
+    }
+    Expected<detail::ContextRef> context = detail::current_context(*api);
+    if (!context.ok()) return std::move(context).take_status().with_context(index.qualified_name());
+    Expected<const detail::DeviceFacts*> facts = detail::device_facts(*api, context->handle);
+    if (!facts.ok()) return std::move(facts).take_status().with_context(index.qualified_name());
+    device = *facts;
+  }
+
+  const std::int64_t memoized = index.memoized(args, arg_count, selection, device);
   std::size_t selected = static_cast<std::size_t>(memoized);
   if (memoized < 0) {
-    Expected<std::size_t> chosen = index.select(args, arg_count, selection);
+    Expected<std::size_t> chosen = index.select(args, arg_count, selection, device);
     if (!chosen.ok()) return std::move(chosen).take_status();
     selected = *chosen;
   }
   const table::Variant& variant = table_->variants[selected];
 
   std::array<std::int64_t, 3> grid;
-  if (Status status = detail::evaluate_grid(*table_, variant, args, grid); !status.ok()) return status;
+  if (given_grid != nullptr) {
+    grid = {given_grid->x, given_grid->y, given_grid->z};
+    if (grid[0] < 0 || grid[1] < 0 || grid[2] < 0)
+      return Status::error(TAOT_INVALID_ARGUMENT, index.qualified_name() + ": the grid given, (" +
+                                                      std::to_string(grid[0]) + ", " + std::to_string(grid[1]) + ", " +
+                                                      std::to_string(grid[2]) + "), has a negative dimension");
+  } else if (Status status = detail::evaluate_grid(*table_, variant, args, device != nullptr ? device->multiprocessors : 0,
+                                                   grid);
+             !status.ok()) {
+    return status;
+  }
   // Named copies, not structured bindings: lambdas below capture them (clang 14 cannot capture bindings).
   const std::int64_t grid_x = grid[0], grid_y = grid[1], grid_z = grid[2];
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) return Status();
@@ -298,7 +335,6 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
     return detail::grid_error(index, variant, grid, 1);
 
   // Hot path: the driver table is loaded and the variant has a function in the current context.
-  const driver::Api* api = driver::loaded();
   if (api == nullptr) {
     Expected<const driver::Api*> loaded_api = driver::get();
     if (!loaded_api.ok()) return std::move(loaded_api).take_status();
@@ -406,7 +442,7 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
       Expected<detail::LoadedFunction*> reloaded = detail::function_for(*api, **state, *table_, selected, *fresh);
       if (!reloaded.ok()) return std::move(reloaded).take_status();
       if (image.global_scratch_size > 0 || image.profile_scratch_size > 0)
-        return launch(stream, args, arg_count, selection);  // scratch of the new context
+        return launch_on(stream, args, arg_count, selection, given_grid);  // scratch of the new context
       result = launch_with(**reloaded);
     }
   }
@@ -423,9 +459,22 @@ Status Kernel::preload() {
   if (!api.ok()) return std::move(api).take_status();
   Expected<detail::ContextRef> context = detail::current_context(**api);
   if (!context.ok()) return std::move(context).take_status().with_context((*state)->index.qualified_name());
+  // Where variants differ in their targets, those without an image for this device are left out
+  // (but one of them must have one).
+  const detail::DeviceFacts* device = nullptr;
+  if ((*state)->index.device_aware()) {
+    Expected<const detail::DeviceFacts*> facts = detail::device_facts(**api, context->handle);
+    if (!facts.ok()) return std::move(facts).take_status().with_context((*state)->index.qualified_name());
+    device = *facts;
+  }
+  bool loaded_any = false;
   for (std::size_t v = 0; v < table_->variant_count; ++v) {
+    const bool last = v + 1 == table_->variant_count;
+    if (device != nullptr && detail::pick_image(table_->variants[v], device->arch) == nullptr && (loaded_any || !last))
+      continue;
     Expected<detail::LoadedFunction*> loaded = detail::function_for(**api, **state, *table_, v, *context);
     if (!loaded.ok()) return std::move(loaded).take_status();
+    loaded_any = true;
   }
   return Status();
 }

@@ -3,6 +3,7 @@
 
 #include "taot/runtime.h"
 #include "arg_kinds.h"
+#include "config_fields.h"
 
 namespace taot {
 namespace {
@@ -22,8 +23,16 @@ const table::ConfigField* find_field(const table::KernelTable& table, std::strin
 std::optional<std::int64_t> VariantInfo::config_integer(std::string_view name) const noexcept {
   std::size_t f = 0;
   const table::ConfigField* field = find_field(*table_, name, &f);
-  if (field == nullptr || field->kind == table::FieldKind::float_value) return std::nullopt;
+  if (field == nullptr || field->kind == table::FieldKind::float_value || field->kind == table::FieldKind::string_value)
+    return std::nullopt;
   return field->int_values[data().config[f]];
+}
+
+std::optional<std::string_view> VariantInfo::config_text(std::string_view name) const noexcept {
+  std::size_t f = 0;
+  const table::ConfigField* field = find_field(*table_, name, &f);
+  if (field == nullptr || field->kind != table::FieldKind::string_value) return std::nullopt;
+  return std::string_view(field->string_values[data().config[f]]);
 }
 
 std::optional<double> VariantInfo::config_real(std::string_view name) const noexcept {
@@ -44,14 +53,7 @@ std::string VariantInfo::describe() const {
   text += ";";
   for (std::size_t f = 0; f < table_->field_count; ++f) {
     const table::ConfigField& field = table_->fields[f];
-    const std::uint16_t value = variant.config[f];
-    text += std::string(" ") + field.name + "=";
-    switch (field.kind) {
-      case table::FieldKind::float_value: text += std::to_string(field.float_values[value]); break;
-      case table::FieldKind::bool_value: text += field.int_values[value] ? "true" : "false"; break;
-      case table::FieldKind::dtype_value: text += dtype_name(static_cast<DType>(field.int_values[value])); break;
-      default: text += std::to_string(field.int_values[value]);
-    }
+    text += std::string(" ") + field.name + "=" + detail::value_text(field, variant.config[f]);
   }
   text += ";";
   for (std::uint16_t i = 0; i < variant.image_count; ++i) text += std::string(" ") + variant.images[i].target;

@@ -28,7 +28,8 @@ Fixture& fixture() {
 std::size_t operand_count(GridOp op) {
   switch (op) {
     case GridOp::literal:
-    case GridOp::arg: return 0;
+    case GridOp::arg:
+    case GridOp::num_sms: return 0;
     case GridOp::neg: return 1;
     default: return 2;
   }
@@ -42,6 +43,15 @@ std::optional<std::string> broken_promise(const Manifest& manifest) {
     const std::string where = "kernel \"" + kernel.name + "\"";
     const std::vector<std::size_t> call_args = kernel.call_arguments();
     if (kernel.variants.empty()) return where + " has no variants";
+    for (const std::string& target : kernel.targets) {
+      if (std::find(manifest.targets.begin(), manifest.targets.end(), target) == manifest.targets.end())
+        return where + ": target \"" + target + "\" is not among the library's";
+    }
+    for (const Heuristic& rule : kernel.heuristics) {
+      if (std::none_of(kernel.config.begin(), kernel.config.end(),
+                       [&](const ConfigField& field) { return field.name == rule.field; }))
+        return where + ": a heuristic for \"" + rule.field + "\", which is no config field";
+    }
     for (const ConfigField& field : kernel.config) {
       if (field.default_index >= field.values.size())
         return where + ": config field \"" + field.name + "\" has its default out of its values";
@@ -64,6 +74,13 @@ std::optional<std::string> broken_promise(const Manifest& manifest) {
       }
       for (std::size_t param : variant.params) {
         if (param >= call_args.size()) return at + ": a parameter that is no call argument";
+        const Arg& arg = kernel.args[call_args[param]];
+        if (arg.launch_only) return at + ": the launch-only argument \"" + arg.name + "\" is a parameter";
+        if (variant.specialization[param].none) return at + ": \"" + arg.name + "\" is compiled None and a parameter";
+      }
+      for (std::size_t i = 0; i < call_args.size(); ++i) {
+        if (variant.specialization[i].none && !kernel.args[call_args[i]].none)
+          return at + ": \"" + kernel.args[call_args[i]].name + "\" is compiled None but may not be";
       }
       for (const GridProgram& program : variant.grid) {
         std::size_t depth = 0;
@@ -78,9 +95,10 @@ std::optional<std::string> broken_promise(const Manifest& manifest) {
         if (depth != 1) return at + ": a grid program leaves " + std::to_string(depth) + " values";
       }
       if (variant.images.empty()) return at + " has no images";
+      if (variant.images.size() > kernel.targets.size()) return at + " has more images than its kernel has targets";
       for (const Image& image : variant.images) {
-        if (std::find(manifest.targets.begin(), manifest.targets.end(), image.target) == manifest.targets.end())
-          return at + ": an image for target \"" + image.target + "\", which is not among the targets";
+        if (std::find(kernel.targets.begin(), kernel.targets.end(), image.target) == kernel.targets.end())
+          return at + ": an image for target \"" + image.target + "\", which is not among the kernel's targets";
         if (image.num_warps == 0 || image.num_ctas == 0) return at + ": an image with num_warps or num_ctas 0";
         if (image.cubin_sha256.size() != 64) return at + ": an image whose cubin_sha256 is no SHA-256";
       }

@@ -70,11 +70,13 @@ typedef struct taot_ptr {
 } taot_ptr;
 
 /* One field of an exact config: `name` is a constexpr or option name (not owned), `integer`
- * holds int, bool and dtype values, `real` float values. */
+ * holds int, bool and dtype values, `real` float values, `text` string values (NUL-terminated,
+ * not owned, compared exactly; null for other fields). */
 typedef struct taot_config_value {
   const char* name;
   int64_t integer;
   double real;
+  const char* text;
 } taot_config_value;
 
 /* A kernel of a generated library. Owned by the library; valid for the life of the process. */
@@ -97,6 +99,29 @@ taot_status taot_launch(taot_kernel* kernel, CUstream stream, const taot_arg* ar
  * arguments (a misaligned pointer given to an aligned variant, say). */
 taot_status taot_launch_variant(taot_kernel* kernel, CUstream stream, const taot_arg* args,
                                 size_t arg_count, size_t variant_index);
+
+/* What taot_launch_ex does beyond a plain launch. Start from TAOT_LAUNCH_OPTIONS_INIT and set
+ * what you need; fields added later go at the end, and `struct_size` tells the runtime which
+ * ones the caller knows.
+ *   config, config_count: an exact config as for taot_launch (config_count 0: automatic);
+ *   variant: a variant index as for taot_launch_variant, or -1 to select (then config applies);
+ *   grid: null for the kernel's grid, else three dims (programs per dimension, x y z) that
+ *         replace it: a zero dim launches nothing, a negative one or one above the CUDA limits
+ *         fails. */
+typedef struct taot_launch_options {
+  size_t struct_size; /* sizeof(taot_launch_options) */
+  const taot_config_value* config;
+  size_t config_count;
+  int64_t variant;
+  const int64_t* grid;
+} taot_launch_options;
+
+#define TAOT_LAUNCH_OPTIONS_INIT {sizeof(taot_launch_options), NULL, 0, -1, NULL}
+
+/* Launch with `options` (null: as taot_launch with automatic selection). Giving both a variant
+ * and a config fails. */
+taot_status taot_launch_ex(taot_kernel* kernel, CUstream stream, const taot_arg* args, size_t arg_count,
+                           const taot_launch_options* options);
 
 /* Load every variant's module in the current context / unload them. */
 taot_status taot_kernel_preload(taot_kernel* kernel);

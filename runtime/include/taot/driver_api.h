@@ -61,6 +61,9 @@ void install_for_testing(const Api* api);
 
 // The table get() returns once it is known, else null: a lock-free check for hot paths.
 inline std::atomic<const Api*> active_api{nullptr};
+// Counts install_for_testing() calls: caches of what a driver said (device facts) belong to one
+// generation, so that a fake driver installed later is asked again.
+inline std::atomic<std::uint64_t> generation{0};
 inline const Api* loaded() noexcept { return active_api.load(std::memory_order_acquire); }
 
 // "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)".

@@ -45,7 +45,9 @@ constexpr decltype(auto) visit_arg_kind(ArgKind kind, Visitor&& visitor) {
 // mutated). `rank`: for pointers the number of dimensions an array given from Python must have
 // (0: any; raw pointers carry no rank), for descriptors their rank (1 to 5). `blocks`: for
 // descriptors, the `block_count` distinct block shapes the variants compiled, `rank` dims each,
-// outermost first; null otherwise.
+// outermost first; null otherwise. `none`: for pointers, some variants were compiled with the
+// pointer None; a null pointer selects exactly those. `launch_only`: for ints, a call argument the
+// kernel does not take (never in a variant's params), for the grid to read.
 struct Arg {
   const char* name;
   ArgKind kind;
@@ -55,12 +57,15 @@ struct Arg {
   std::uint8_t rank;
   const std::uint32_t* blocks;
   std::uint16_t block_count;
+  bool none;
+  bool launch_only;
 };
 
-enum class FieldKind : std::uint8_t { int_value, float_value, bool_value, dtype_value };
+enum class FieldKind : std::uint8_t { int_value, float_value, bool_value, dtype_value, string_value };
 
 // One config field (a constexpr parameter or a compile option). Int, bool and dtype values live in
-// `int_values` (dtypes as taot_dtype), float values in `float_values`; the other is null.
+// `int_values` (dtypes as taot_dtype), float values in `float_values`, string values in
+// `string_values`; the others are null.
 struct ConfigField {
   const char* name;
   FieldKind kind;
@@ -68,6 +73,7 @@ struct ConfigField {
   const double* float_values;
   std::uint16_t value_count;
   std::uint16_t default_index;
+  const char* const* string_values;
 };
 
 // How a variant was specialized for one call argument.
@@ -76,10 +82,12 @@ struct ConfigField {
 //  float / bool: `type` is the scalar type; `hint` is 0.
 //  tensordesc: `type` is the element dtype; `block` the index of the variant's block shape in the
 //  argument's `blocks`.
+// `none`: a pointer compiled None (its argument has `none`); such a variant takes only null.
 struct ArgSpecialization {
   taot_dtype type;
   std::uint8_t hint;
   std::uint16_t block;
+  bool none;
 };
 
 // How to encode the TMA map of one descriptor argument in an sm_90+ image (Triton's
@@ -94,10 +102,11 @@ struct TensordescMeta {
   std::uint32_t box[TAOT_TENSORDESC_MAX_RANK];
 };
 
-enum class GridOp : std::uint8_t { literal, arg, add, sub, mul, div, mod, cdiv, min, max, neg };
+enum class GridOp : std::uint8_t { literal, arg, add, sub, mul, div, mod, cdiv, min, max, neg, num_sms };
 
 // One instruction of a postfix grid program: `literal` pushes `value`, `arg` pushes call argument
-// number `arg` (an int scalar), the others pop their operands and push the result.
+// number `arg` (an int scalar), `num_sms` the launching device's multiprocessor count; the others
+// pop their operands and push the result.
 struct GridInstr {
   GridOp op;
   std::uint16_t arg;
@@ -133,7 +142,8 @@ struct Image {
   std::uint16_t tensordesc_count;
 };
 
-// One variant: a specialization plus a config, with an image per target.
+// One variant: a specialization plus a config, with an image for each of the kernel's targets it
+// was compiled for (in the kernel's target order).
 // `specialization` has one entry per call argument; `config` one value index per config field;
 // `params` lists the call arguments passed to the kernel, in order (constexprs and ==1 ints are
 // compiled in); the runtime expands each descriptor into the parameters the image takes and
@@ -159,6 +169,8 @@ struct KernelTable {
   std::uint16_t field_count;
   const Variant* variants;
   std::uint32_t variant_count;
+  const char* const* targets;  // the kernel's targets, as in the spec ("sm_80"), for messages
+  std::uint16_t target_count;
 };
 
 }  // namespace taot::table

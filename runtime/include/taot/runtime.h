@@ -185,6 +185,7 @@ struct FieldRequest {
   bool set = false;
   std::int64_t integer = 0;  // int, bool and dtype fields
   double real = 0.0;         // float fields
+  std::string_view text{};   // string fields (not owned: must outlive the launch call)
 };
 inline FieldRequest request(const std::optional<std::int64_t>& value) noexcept {
   return value ? FieldRequest{true, *value, 0.0} : FieldRequest{};
@@ -198,6 +199,18 @@ inline FieldRequest request(const std::optional<bool>& value) noexcept {
 inline FieldRequest request(const std::optional<DType>& value) noexcept {
   return value ? FieldRequest{true, static_cast<std::int64_t>(*value), 0.0} : FieldRequest{};
 }
+inline FieldRequest request(const std::optional<std::string_view>& value) noexcept {
+  return value ? FieldRequest{true, 0, 0.0, *value} : FieldRequest{};
+}
+
+// A grid given at the call: programs per dimension, replacing the kernel's grid programs (which
+// are then not evaluated). `taot::Grid{n}` is (n, 1, 1). A zero dimension launches nothing; a
+// negative one fails, and so does one above the CUDA limits (after num_ctas for clusters).
+struct Grid {
+  std::int64_t x = 1;
+  std::int64_t y = 1;
+  std::int64_t z = 1;
+};
 
 // Which variant a launch uses.
 class Selection {
@@ -230,10 +243,13 @@ class VariantInfo {
   const char* id() const noexcept { return data().id; }
   const table::Variant& data() const noexcept { return table_->variants[index_]; }
   const table::KernelTable& kernel() const noexcept { return *table_; }
-  // The value of config field `name` (ints, bools and dtypes as integers), if the field exists.
+  // The value of config field `name` (ints, bools and dtypes as integers), if the field exists
+  // and is of such a kind; config_real for float fields, config_text for string fields.
   std::optional<std::int64_t> config_integer(std::string_view name) const noexcept;
   std::optional<double> config_real(std::string_view name) const noexcept;
+  std::optional<std::string_view> config_text(std::string_view name) const noexcept;
   // "x_ptr: fp32 align 16, n_elements: i32 %16; BLOCK_SIZE=1024 num_warps=4 num_stages=3; sm_80 sm_90"
+  // (string values quoted, pointers compiled None as "None").
   std::string describe() const;
 
  private:
@@ -280,16 +296,24 @@ class Kernel {
   Kernel& operator=(const Kernel&) = delete;
 
   // Launches on `stream` (of the current context) with `args` = the kernel's non-constexpr
-  // arguments in order. Fails with a message naming the kernel, the variant and the argument.
-  // A grid with a zero dimension launches nothing and succeeds.
+  // arguments in order (launch-only ones included). Fails with a message naming the kernel, the
+  // variant and the argument. A grid with a zero dimension launches nothing and succeeds.
+  // Automatic and config selection consider only the variants with an image the current device
+  // can run (a miss on a device none runs names the device and the kernel's targets).
   Status launch(CUstream stream, const taot_arg* args, std::size_t arg_count,
                 const Selection& selection = Selection::automatic());
+  // The same on `grid`, given by the caller, instead of the kernel's grid programs.
+  Status launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                const Grid& grid);
 
-  // The variant index `launch` would use, without launching.
+  // The variant index `launch` would use, without launching. For kernels whose variants have
+  // images for different targets, the device of the current context decides (when there is one;
+  // without a context, every variant is considered).
   Expected<std::size_t> select(const taot_arg* args, std::size_t arg_count,
                                const Selection& selection = Selection::automatic());
 
-  // Loads the modules of every variant that has a cubin for the current context's device.
+  // Loads the modules of every variant that has a cubin for the current context's device (fails
+  // when none has).
   Status preload();
   // Unloads this kernel's modules in the current context. No launch of this kernel may run
   // concurrently with it.
@@ -303,6 +327,8 @@ class Kernel {
 
  private:
   Expected<detail::KernelState*> state();
+  Status launch_on(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                   const Grid* grid);
   const table::KernelTable* table_;
   std::atomic<detail::KernelState*> state_{nullptr};
 };

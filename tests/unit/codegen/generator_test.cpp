@@ -123,17 +123,17 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   builder.json["kernels"][0]["args"][2]["rank"] = 2;
   const std::string source = render(read())["demo.cpp"];
   EXPECT_THAT(source, HasSubstr("constexpr taot_dtype arg_3_types[] = {TAOT_DTYPE_I32, TAOT_DTYPE_I64};\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"x_ptr\", taot::table::ArgKind::pointer, arg_0_types, 2, false, 0, nullptr, 0},\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"out_ptr\", taot::table::ArgKind::pointer, arg_2_types, 2, true, 2, nullptr, 0},\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"flag\", taot::table::ArgKind::bool_scalar, arg_5_types, 1, false, 0, nullptr, 0},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"x_ptr\", taot::table::ArgKind::pointer, arg_0_types, 2, false, 0, nullptr, 0, false, false},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"out_ptr\", taot::table::ArgKind::pointer, arg_2_types, 2, true, 2, nullptr, 0, false, false},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"flag\", taot::table::ArgKind::bool_scalar, arg_5_types, 1, false, 0, nullptr, 0, false, false},\n"));
   EXPECT_THAT(source, HasSubstr("constexpr std::int64_t field_1_values[] = {TAOT_DTYPE_FP32, TAOT_DTYPE_FP16};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr double field_2_values[] = {1e-06, 0.5};\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"EPS\", taot::table::FieldKind::float_value, nullptr, field_2_values, 2, 1},\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"BLOCK_SIZE\", taot::table::FieldKind::int_value, field_0_values, nullptr, 2, 1},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"EPS\", taot::table::FieldKind::float_value, nullptr, field_2_values, 2, 1, nullptr},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"BLOCK_SIZE\", taot::table::FieldKind::int_value, field_0_values, nullptr, 2, 1, nullptr},\n"));
   // Variant 2: fp16, BLOCK_SIZE 256, n_elements == 1 compiled in.
   EXPECT_THAT(source, HasSubstr("constexpr taot::table::ArgSpecialization variant_2_specialization[] = "
-                                "{{TAOT_DTYPE_FP16, 16, 0}, {TAOT_DTYPE_FP16, 16, 0}, {TAOT_DTYPE_FP16, 0, 0}, "
-                                "{TAOT_DTYPE_I64, 1, 0}, {TAOT_DTYPE_FP32, 0, 0}, {TAOT_DTYPE_I1, 0, 0}};\n"));
+                                "{{TAOT_DTYPE_FP16, 16, 0, false}, {TAOT_DTYPE_FP16, 16, 0, false}, {TAOT_DTYPE_FP16, 0, 0, false}, "
+                                "{TAOT_DTYPE_I64, 1, 0, false}, {TAOT_DTYPE_FP32, 0, 0, false}, {TAOT_DTYPE_I1, 0, 0, false}};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t variant_2_config[] = {0, 1, 0, 0};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t variant_2_params[] = {0, 1, 2, 4, 5};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr taot::table::GridInstr variant_2_grid_x[] = {{taot::table::GridOp::arg, 3, "
@@ -145,7 +145,7 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   EXPECT_THAT(source, HasSubstr("{\"sm_90a\", 90, true, detail::cubin_5, " + std::to_string(cubin.size()) +
                                 ", \"add_kernel\", 2151, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0},\n"));
   // Kernels without call arguments or fields use null tables.
-  EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1};"));
+  EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1,\n    targets, 1};"));
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, nullptr, 0, taot::Selection::config(nullptr));"));
   // Grid text with quotes, backslashes and trigraph-like sequences is escaped.
   EXPECT_THAT(source, HasSubstr("\"-(-(stream * 2 + 3)) /* \\042quoted\\042 \\077\\077/ */\", \"max(stream, 4)\", \"1 \\134\""));
@@ -159,11 +159,43 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   EXPECT_THAT(source, Not(HasSubstr("cuLaunch")));
 }
 
+TEST_F(GeneratorTest, SchemaTwoFeaturesReachTheTablesAndComments) {
+  const auto files = render(read());
+  const std::string& source = files.at("demo.cpp");
+  // None-able pointer, launch-only int, string field, None specializations, num_sms, targets.
+  EXPECT_THAT(source, HasSubstr("    {\"bias_ptr\", taot::table::ArgKind::pointer, arg_1_types, 1, false, 0, nullptr, 0, "
+                                "true, false},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"n_rows\", taot::table::ArgKind::int_scalar, arg_3_types, 1, false, 0, nullptr, 0, "
+                                "false, true},\n"));
+  EXPECT_THAT(source, HasSubstr("constexpr const char* field_0_values[] = {\"gelu\", \"relu\"};\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"ACTIVATION\", taot::table::FieldKind::string_value, nullptr, nullptr, 2, 1, "
+                                "field_0_values},\n"));
+  EXPECT_THAT(source, HasSubstr("variant_2_specialization[] = {{TAOT_DTYPE_FP32, 16, 0, false}, "
+                                "{TAOT_DTYPE_FP16, 0, 0, true}, {TAOT_DTYPE_I32, 0, 0, false}, {TAOT_DTYPE_I32, 0, 0, false}};"));
+  EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t variant_2_params[] = {0, 2};\n"));
+  EXPECT_THAT(source, HasSubstr("{taot::table::GridOp::arg, 3, 0}, {taot::table::GridOp::num_sms, 0, 0}, "
+                                "{taot::table::GridOp::min, 0, 0}"));
+  EXPECT_THAT(source, HasSubstr("variant_1_images, 1},\n"));
+  EXPECT_THAT(source, HasSubstr("args, 4, fields, 2, variants, 3,\n    targets, 2};"));
+  // Explicit grids: a config + grid overload and a variant + grid overload.
+  EXPECT_THAT(source, HasSubstr("kernel.launch(stream, args, 4, taot::Selection::config(fields), grid);"));
+  EXPECT_THAT(source, HasSubstr("kernel.launch(stream, args, 4, taot::Selection::variant(variant_index), grid);"));
+  const std::string& header = files.at("demo.h");
+  EXPECT_THAT(header, HasSubstr("  std::optional<std::string_view> ACTIVATION{};\n"));
+  EXPECT_THAT(header, HasSubstr("//   ACTIVATION: \"gelu\", [\"relu\"]\n"));
+  EXPECT_THAT(header, HasSubstr("//   bias_ptr: pointer to fp16, or null (None: selects the variants compiled with "
+                                "bias_ptr None)\n"));
+  EXPECT_THAT(header, HasSubstr("//   n_rows: i32 integer, launch-only (read by the grid; not passed to the kernel)\n"));
+  EXPECT_THAT(header, HasSubstr("// 3 compiled variants for sm_80, sm_90a (some variants only for some of these\n"));
+  EXPECT_THAT(header, HasSubstr("// 1 compiled variant for sm_90a.\n"));  // odd_names: its own targets
+  EXPECT_THAT(header, HasSubstr("    const features_config& config, const taot::Grid& grid);\n"));
+}
+
 TEST_F(GeneratorTest, EmbedsEachDistinctCubinOnce) {
   const auto files = render(read());
   const std::string& cubins = files.at("demo_cubins.cpp");
-  // 8 + 1 + 1 images, two of them byte-identical.
-  EXPECT_EQ(count(cubins, "alignas(16) const char cubin_"), 9u);
+  // 8 + 1 + 1 + 4 images, two of them byte-identical.
+  EXPECT_EQ(count(cubins, "alignas(16) const char cubin_"), 12u);
   // String literals in lines of about 100 columns, not byte lists (measured: far slower to compile).
   EXPECT_THAT(cubins, Not(HasSubstr("unsigned char")));
   std::size_t longest = 0;
@@ -178,7 +210,7 @@ TEST_F(GeneratorTest, EmbedsEachDistinctCubinOnce) {
                                 "\\011\\3770"));
   const std::string& source = files.at("demo.cpp");
   EXPECT_EQ(count(source, "detail::cubin_4, "), 2u);
-  EXPECT_EQ(count(source, "extern const char cubin_"), 9u);
+  EXPECT_EQ(count(source, "extern const char cubin_"), 12u);
 }
 
 TEST_F(GeneratorTest, PythonModuleOnlyOnRequest) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <vector>
 
 #include "taot/codegen/sha256.h"
 
@@ -143,6 +144,7 @@ ManifestBuilder::ManifestBuilder(std::filesystem::path dir) : dir_(std::move(dir
       {"function", "add_kernel"},
       {"source", "../examples/demo/demo.py"},
       {"source_hash", "feedface"},
+      {"targets", {"sm_80", "sm_90a"}},
       {"grid", {"cdiv(n_elements, BLOCK_SIZE)", "1", "1"}},
       {"args",
        {pointer_arg("x_ptr"),
@@ -167,6 +169,7 @@ ManifestBuilder::ManifestBuilder(std::filesystem::path dir) : dir_(std::move(dir
       {"function", "_odd_kernel"},
       {"source", "C:\\kernels\\odd.py"},
       {"source_hash", "beef"},
+      {"targets", {"sm_90a"}},
       {"grid", {"-(-(stream * 2 + 3)) /* \"quoted\" ?\?/ */", "max(stream, 4)", "1 \\"}},
       {"args",
        {{{"name", "new"}, {"kind", "pointer"}, {"dtypes", {"bf16"}}},
@@ -198,6 +201,7 @@ ManifestBuilder::ManifestBuilder(std::filesystem::path dir) : dir_(std::move(dir
       {"function", "noop_kernel"},
       {"source", "noop.py"},
       {"source_hash", "0"},
+      {"targets", {"sm_80"}},
       {"grid", {"1", "1", "1"}},
       {"args", {{{"name", "N"}, {"kind", "constexpr"}}}},
       {"config", Json::array()},
@@ -211,14 +215,67 @@ ManifestBuilder::ManifestBuilder(std::filesystem::path dir) : dir_(std::move(dir
          {"images", {image("noop_0", "sm_80", "noop_kernel", 64, 60, 1)}}}}},
   };
 
+  // features: what schema 2 added. bias_ptr may be None (variants 0 and 2 compile it None),
+  // n_rows is launch-only, ACTIVATION a string constexpr, the grid reads num_sms; variant 1 has
+  // only an sm_90a image and variant 2 only an sm_80 one.
+  Json feature_variants = Json::array();
+  const struct {
+    bool none;
+    const char* activation;
+    std::vector<std::string> targets;
+  } feature_choices[] = {{true, "gelu", {"sm_80", "sm_90a"}}, {false, "relu", {"sm_90a"}}, {true, "relu", {"sm_80"}}};
+  for (std::size_t v = 0; v < std::size(feature_choices); ++v) {
+    const auto& choice = feature_choices[v];
+    const std::string id = "features_" + std::to_string(v);
+    Json bias = {{"arg", "bias_ptr"}, {"dtype", "fp16"}, {"align", 0}};
+    if (choice.none) bias["none"] = true;
+    Json params = choice.none ? Json{"x_ptr", "n"} : Json{"x_ptr", "bias_ptr", "n"};
+    Json images = Json::array();
+    for (const std::string& target : choice.targets)
+      images.push_back(image(id, target, "features_kernel", 500 + 10 * v, static_cast<unsigned>(70 + v), 4));
+    feature_variants.push_back({
+        {"id", id},
+        {"hash", "h" + id},
+        {"specialization",
+         {{{"arg", "x_ptr"}, {"dtype", "fp32"}, {"align", 16}},
+          bias,
+          {{"arg", "n"}, {"type", "i32"}, {"hint", 0}},
+          {{"arg", "n_rows"}, {"type", "i32"}, {"hint", 0}}}},
+        {"config", {{"ACTIVATION", choice.activation}, {"num_warps", 4}}},
+        {"params", params},
+        {"grid", {{arg("n_rows"), {{"op", "num_sms"}}, op("min")}, {lit(1)}, {lit(1)}}},
+        {"images", images},
+    });
+  }
+  Json features = {
+      {"name", "features"},
+      {"function", "features_kernel"},
+      {"source", "features.py"},
+      {"source_hash", "f"},
+      {"targets", {"sm_80", "sm_90a"}},
+      {"grid", {"min(n_rows, num_sms)", "1", "1"}},
+      {"tuning_key", {"n"}},
+      {"heuristics", {{{"field", "num_warps"}, {"expression", "4 if n < 4096 else 8"}}}},
+      {"args",
+       {{{"name", "x_ptr"}, {"kind", "pointer"}, {"dtypes", {"fp32"}}, {"output", true}},
+        {{"name", "bias_ptr"}, {"kind", "pointer"}, {"dtypes", {"fp16"}}, {"none", true}},
+        {{"name", "n"}, {"kind", "int"}, {"types", {"i32"}}},
+        {{"name", "ACTIVATION"}, {"kind", "constexpr"}},
+        {{"name", "n_rows"}, {"kind", "int"}, {"types", {"i32"}}, {"launch_only", true}}}},
+      {"config",
+       {{{"name", "ACTIVATION"}, {"kind", "string"}, {"values", {"gelu", "relu"}}, {"default", "relu"}},
+        {{"name", "num_warps"}, {"kind", "int"}, {"values", {4}}, {"default", 4}}}},
+      {"variants", feature_variants},
+  };
+
   json = {
       {"schema", "taot.manifest"},
-      {"schema_version", 1},
+      {"schema_version", 2},
       {"triton_version", "3.6.0"},
       {"library", "demo"},
       {"spec", "../examples/demo/demo.toml"},
       {"targets", {"sm_80", "sm_90a"}},
-      {"kernels", {add_kernel, odd_names, noop}},
+      {"kernels", {add_kernel, odd_names, noop, features}},
   };
 }
 

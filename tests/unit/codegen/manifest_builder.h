@@ -26,7 +26,7 @@ class TempDir {
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, std::string_view content);
 
-// The library "demo" with three kernels:
+// The library "demo" (schema 2) with four kernels, each with its own targets:
 //  add_kernel: pointers x_ptr/y_ptr/out_ptr (fp32|fp16), n_elements (i32|i64), scale (fp32),
 //    flag (bool), constexprs BLOCK_SIZE (int), ACC_TYPE (dtype), EPS (float), option num_warps;
 //    4 variants x 2 targets (sm_80, sm_90a); two images hold byte-identical cubins.
@@ -34,6 +34,9 @@ void write_file(const std::filesystem::path& path, std::string_view content);
 //    constexpr/config field named int; a grid over an i64 argument with every unary/binary op
 //    kind; grid text with characters that need escaping.
 //  noop: no call arguments and no config fields.
+//  features (schema 2): x_ptr (fp32), bias_ptr (fp16, None in variants 0 and 2), n (i32), string
+//    constexpr ACTIVATION {"gelu", "relu"}, launch-only n_rows (i32), grid min(n_rows, num_sms),
+//    a tuning key and a heuristic; variant 1 has only an sm_90a image, variant 2 only sm_80.
 // The cubins are written under `dir`/artifacts; their bytes start with sequences that need care
 // in string literals (NUL before a digit, "??/", quotes, backslashes).
 class ManifestBuilder {

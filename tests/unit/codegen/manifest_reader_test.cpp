@@ -39,9 +39,9 @@ TEST_F(ManifestReaderTest, ReadsTheModel) {
   ASSERT_TRUE(read.ok()) << read.status().message();
   const Manifest& manifest = *read;
   EXPECT_EQ(manifest.library, "demo");
-  EXPECT_EQ(manifest.schema_version, 1);
+  EXPECT_EQ(manifest.schema_version, 2);
   EXPECT_EQ(manifest.targets, (std::vector<std::string>{"sm_80", "sm_90a"}));
-  ASSERT_EQ(manifest.kernels.size(), 3u);
+  ASSERT_EQ(manifest.kernels.size(), 4u);
 
   const Kernel& add = manifest.kernels[0];
   EXPECT_EQ(add.call_arguments(), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5}));
@@ -79,13 +79,16 @@ TEST_F(ManifestReaderTest, ReadsTheModel) {
 
 TEST_F(ManifestReaderTest, RejectsWrongSchemaNamingBoth) {
   builder.json["schema"] = "other.manifest";
-  EXPECT_THAT(error_of(), AllOf(HasSubstr("manifest.json"), HasSubstr("\"other.manifest\""), HasSubstr("version 1"),
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("manifest.json"), HasSubstr("\"other.manifest\""), HasSubstr("version 2"),
                                 HasSubstr("\"taot.manifest\"")));
 }
 
 TEST_F(ManifestReaderTest, RejectsUnknownSchemaVersionNamingBoth) {
   builder.json["schema_version"] = 99;
-  EXPECT_THAT(error_of(), AllOf(HasSubstr("version 99 is not supported"), HasSubstr("\"taot.manifest\" version 1")));
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("version 99 is not supported"), HasSubstr("\"taot.manifest\" version 2")));
+  builder.json["schema_version"] = 1;  // schema 1 manifests are refused, naming both versions
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("schema \"taot.manifest\" version 1 is not supported"),
+                                HasSubstr("this taot reads schema \"taot.manifest\" version 2")));
 }
 
 TEST_F(ManifestReaderTest, OutputFlagIsOptionalAndMustBeABool) {
@@ -348,6 +351,152 @@ TEST(DTypeNames, RoundTripEveryRuntimeDtype) {
   }
   EXPECT_EQ(dtype_enumerator(DType::fp8e4nv), "TAOT_DTYPE_FP8E4NV");
   EXPECT_FALSE(dtype_from_name("int32").has_value());
+}
+
+
+// ---- schema 2 ----------------------------------------------------------------------------------
+
+TEST_F(ManifestReaderTest, ReadsSchemaTwoFeatures) {
+  const Expected<Manifest> read = read_manifest(builder.write());
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const Kernel& features = read->kernels[3];
+  EXPECT_EQ(features.targets, (std::vector<std::string>{"sm_80", "sm_90a"}));
+  EXPECT_EQ(read->kernels[1].targets, std::vector<std::string>{"sm_90a"});
+  EXPECT_EQ(features.tuning_key, std::vector<std::string>{"n"});
+  ASSERT_EQ(features.heuristics.size(), 1u);
+  EXPECT_EQ(features.heuristics[0].field, "num_warps");
+  EXPECT_EQ(features.heuristics[0].expression, "4 if n < 4096 else 8");
+  EXPECT_TRUE(features.args[1].none);
+  EXPECT_FALSE(features.args[0].none);
+  EXPECT_TRUE(features.args[4].launch_only);
+  EXPECT_EQ(features.config[0].kind, FieldKind::string_value);
+  EXPECT_EQ(features.config[0].values, (std::vector<ConfigValue>{std::string("gelu"), std::string("relu")}));
+  EXPECT_EQ(features.config[0].default_index, 1u);
+  EXPECT_TRUE(features.variants[0].specialization[1].none);
+  EXPECT_FALSE(features.variants[1].specialization[1].none);
+  EXPECT_EQ(features.variants[0].params, (std::vector<std::size_t>{0, 2}));
+  EXPECT_EQ(features.variants[0].grid[0][1].op, GridOp::num_sms);
+  ASSERT_EQ(features.variants[1].images.size(), 1u);
+  EXPECT_EQ(features.variants[1].images[0].target, "sm_90a");
+  // Optional keys: a kernel without a tuning key or heuristics reads as empty lists.
+  EXPECT_TRUE(read->kernels[0].tuning_key.empty());
+  EXPECT_TRUE(read->kernels[0].heuristics.empty());
+}
+
+class SchemaTwoErrorTest : public ManifestReaderTest {
+ protected:
+  nlohmann::json& features = builder.json["kernels"][3];
+};
+
+TEST_F(SchemaTwoErrorTest, KernelTargetsAreASubsetOfTheLibrarysInItsOrder) {
+  features.erase("targets");
+  EXPECT_THAT(error_of(), HasSubstr("manifest.json: kernels[3].targets: missing"));
+  features["targets"] = {"sm_75"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].targets[0]: \"sm_75\" is not one of the manifest's targets"));
+  features["targets"] = {"sm_90a", "sm_80"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].targets[1]: \"sm_80\" comes before \"sm_90a\" in the manifest's targets"));
+  features["targets"] = {"sm_80", "sm_80"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].targets[1]: \"sm_80\" is listed twice"));
+  features["targets"] = nlohmann::json::array();
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].targets: expected at least one entry, got none"));
+}
+
+TEST_F(SchemaTwoErrorTest, ImagesFollowTheKernelsTargetsEachAtMostOnce) {
+  builder.json["kernels"][1]["variants"][0]["images"][0]["target"] = "sm_80";  // odd_names is sm_90a only
+  EXPECT_THAT(error_of(), HasSubstr("kernels[1].variants[0].images[0].target: \"sm_80\" is not one of kernel "
+                                    "odd_names's targets (sm_90a)"));
+  builder.json["kernels"][1]["variants"][0]["images"][0]["target"] = "sm_90a";
+  nlohmann::json& images = features["variants"][0]["images"];
+  std::swap(images[0], images[1]);
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[0].images[1].target: \"sm_80\" comes after \"sm_90a\"; "
+                                    "images follow the kernel's targets (sm_80, sm_90a)"));
+  std::swap(images[0], images[1]);
+  images.push_back(images[0]);
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[0].images: 3 entries are more than the runtime's tables hold (2)"));
+  images.erase(2);
+  images.erase(0);
+  images.erase(0);
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[0].images: expected at least one entry, got none"));
+}
+
+TEST_F(SchemaTwoErrorTest, TuningKeyNamesCallArguments) {
+  features["tuning_key"] = {"ACTIVATION"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key[0]: \"ACTIVATION\" is a constexpr argument, not a call argument"));
+  features["tuning_key"] = {"m"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key[0]: \"m\" is not an argument of kernel features"));
+  features["tuning_key"] = {"n", "n"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key[1]: \"n\" is listed twice"));
+  features["tuning_key"] = {"n_rows"};  // launch-only arguments are call arguments
+  EXPECT_TRUE(read_manifest(builder.write()).ok());
+  features["tuning_key"] = "n";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key: expected an array, got \"n\""));
+}
+
+TEST_F(SchemaTwoErrorTest, HeuristicsSetConfigFields) {
+  features["heuristics"][0]["field"] = "BLOCK";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].heuristics[0].field: \"BLOCK\" is not a config field of kernel features"));
+  features["heuristics"][0]["field"] = "ACTIVATION";
+  features["heuristics"][0].erase("expression");
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].heuristics[0].expression: missing"));
+  features["heuristics"][0]["expression"] = "";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].heuristics[0].expression: expected an expression"));
+}
+
+TEST_F(SchemaTwoErrorTest, NoneSpecializationsNeedANoneArgumentAndStayOutOfParams) {
+  features["args"][1]["none"] = "yes";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].args[1].none: expected true or false"));
+  features["args"][1].erase("none");
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[0].specialization[1].none: argument bias_ptr was not declared "
+                                    "none: true"));
+  features["args"][1]["none"] = true;
+  features["variants"][0]["params"] = {"x_ptr", "bias_ptr", "n"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[0].params[1]: \"bias_ptr\" is compiled None in this variant; "
+                                    "it is not a parameter"));
+  features["variants"][0]["params"] = {"x_ptr", "n"};
+  features["variants"][1]["params"] = {"x_ptr", "n"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[1].params: \"bias_ptr\" is not None in this variant, so it "
+                                    "must be among its params"));
+}
+
+TEST_F(SchemaTwoErrorTest, LaunchOnlyArgumentsComeLastHaveNoHintAndAreNoParams) {
+  features["variants"][0]["params"] = {"x_ptr", "n", "n_rows"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[0].params[2]: \"n_rows\" is a launch-only argument; the "
+                                    "kernel does not take it"));
+  features["variants"][0]["params"] = {"x_ptr", "n"};
+  features["variants"][0]["specialization"][3]["hint"] = 16;
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[0].specialization[3].hint: n_rows is launch-only: the kernel "
+                                    "is not specialized for it (hint 0), got 16"));
+  features["variants"][0]["specialization"][3]["hint"] = 0;
+  std::swap(features["args"][3], features["args"][4]);  // n_rows before the constexpr ACTIVATION
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].args[4]: \"ACTIVATION\" follows the launch-only argument \"n_rows\""));
+  std::swap(features["args"][3], features["args"][4]);
+  features["args"][4]["launch_only"] = 1;
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].args[4].launch_only: expected true or false, got 1"));
+}
+
+TEST_F(SchemaTwoErrorTest, StringConfigValuesAreStrings) {
+  features["config"][0]["values"] = {"gelu", 3};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].config[0].values[1]: expected a string, got 3"));
+  features["config"][0]["values"] = {"gelu", "gelu"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].config[0].values[1]: \"gelu\" is listed twice"));
+  features["config"][0]["values"] = {"gelu", "relu"};
+  features["variants"][1]["config"]["ACTIVATION"] = "tanh";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[1].config.ACTIVATION: \"tanh\" is not one of the values of "
+                                    "config field ACTIVATION"));
+  features["config"][0]["kind"] = "text";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].config[0].kind: unknown config kind \"text\" (expected int, float, bool, "
+                                    "dtype or string)"));
+}
+
+TEST_F(SchemaTwoErrorTest, NumSmsIsAGridOperand) {
+  features["variants"][0]["grid"][1] = {{{"op", "num_sms"}}, {{"op", "num_sms"}}};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[0].grid[1]: the program leaves 2 values"));
+  features["variants"][0]["grid"][1] = {{{"op", "num_sms"}}, {{"op", "lit"}, {"value", 2}}, {{"op", "mul"}}};
+  const Expected<Manifest> read = read_manifest(builder.write());
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->kernels[3].variants[0].grid[1][0].op, GridOp::num_sms);
+  features["variants"][0]["grid"][1] = {{{"op", "sms"}}};
+  EXPECT_THAT(error_of(), HasSubstr("unknown grid op \"sms\" (expected lit, arg, num_sms,"));
 }
 
 }  // namespace

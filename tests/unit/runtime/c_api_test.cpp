@@ -22,12 +22,12 @@ TEST(CApi, LaunchByConfigNameAndReportErrors) {
     args[p].dtype = TAOT_DTYPE_FP16;
   }
   args[3].integer = 1000;
-  taot_config_value config[] = {{"BLOCK_SIZE", 256, 0.0}, {"num_warps", 8, 0.0}};
+  taot_config_value config[] = {{"BLOCK_SIZE", 256, 0.0, nullptr}, {"num_warps", 8, 0.0, nullptr}};
   ASSERT_EQ(taot_launch(kernel.handle(), nullptr, args, 4, config, 2), TAOT_OK) << taot_last_error();
   EXPECT_EQ(fake.launches().at(0).grid[0], 4u);  // cdiv(1000, 256)
   EXPECT_EQ(fake.launches().at(0).block[0], 256u);
 
-  taot_config_value unknown[] = {{"BLOCK", 256, 0.0}};
+  taot_config_value unknown[] = {{"BLOCK", 256, 0.0, nullptr}};
   EXPECT_EQ(taot_launch(kernel.handle(), nullptr, args, 4, unknown, 1), TAOT_INVALID_ARGUMENT);
   EXPECT_STREQ(taot_last_error(), "testlib::add_kernel: unknown config field 'BLOCK'; the fields are: BLOCK_SIZE, num_warps");
 

@@ -37,6 +37,7 @@ struct FakeEntryPoints {
     return CUDA_SUCCESS;
   }
   static CUresult ctx_get_device(CUdevice* device) {
+    ++driver().device_queries_;
     std::lock_guard<std::mutex> lock(driver().mutex_);
     *device = driver().contexts_.at(context_index(current)).device;
     return CUDA_SUCCESS;
@@ -53,6 +54,10 @@ struct FakeEntryPoints {
       case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = context.arch / 10; return CUDA_SUCCESS;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = context.arch % 10; return CUDA_SUCCESS;
       case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = context.shared_optin_limit; return CUDA_SUCCESS;
+      case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        ++driver().multiprocessor_queries_;
+        *value = context.multiprocessors;
+        return CUDA_SUCCESS;
       default: return CUDA_ERROR_INVALID_VALUE;
     }
   }
@@ -211,9 +216,10 @@ FakeDriver::~FakeDriver() {
 
 FakeDriver* FakeDriver::active() { return active_driver; }
 
-CUcontext FakeDriver::add_context(int arch, int shared_optin_limit) {
+CUcontext FakeDriver::add_context(int arch, int shared_optin_limit, int multiprocessors) {
   std::lock_guard<std::mutex> lock(mutex_);
-  contexts_.push_back(Context{static_cast<int>(contexts_.size()), arch, shared_optin_limit, next_context_id++});
+  contexts_.push_back(
+      Context{static_cast<int>(contexts_.size()), arch, shared_optin_limit, multiprocessors, next_context_id++});
   return reinterpret_cast<CUcontext>(contexts_.size());
 }
 

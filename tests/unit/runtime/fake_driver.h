@@ -58,8 +58,9 @@ class FakeDriver {
   explicit FakeDriver(std::size_t param_count_hint = 6);
   ~FakeDriver();
 
-  // Makes a new context on a device of compute capability `arch` (e.g. 90); returns its handle.
-  CUcontext add_context(int arch, int shared_optin_limit = 232448);
+  // Makes a new context on a device of compute capability `arch` (e.g. 90) with
+  // `multiprocessors` SMs; returns its handle.
+  CUcontext add_context(int arch, int shared_optin_limit = 232448, int multiprocessors = 132);
   void make_current(CUcontext context);  // for the calling thread; nullptr for none
   // Destroys `context` and creates a new one at the same address (a new id); functions loaded
   // in the old one then fail to launch with CUDA_ERROR_CONTEXT_IS_DESTROYED.
@@ -74,6 +75,8 @@ class FakeDriver {
   std::vector<RecordedAllocation> allocations() const;  // cuMemAllocAsync calls, in order
   std::vector<RecordedTensorMap> tensor_maps() const;   // cuTensorMapEncodeTiled calls, in order
   int synchronizations() const { return synchronizations_.load(); }
+  int device_queries() const { return device_queries_.load(); }  // cuCtxGetDevice calls
+  int multiprocessor_queries() const { return multiprocessor_queries_.load(); }  // SM count attribute reads
   // Streams that report CU_STREAM_CAPTURE_STATUS_ACTIVE from cuStreamIsCapturing.
   void set_capturing(CUstream stream, bool capturing);
 
@@ -98,6 +101,7 @@ class FakeDriver {
     int device;
     int arch;
     int shared_optin_limit;
+    int multiprocessors;
     unsigned long long id;
   };
   driver::Api api_;
@@ -112,6 +116,8 @@ class FakeDriver {
   std::vector<RecordedTensorMap> tensor_maps_;
   std::set<CUstream> capturing_;
   std::atomic<int> synchronizations_{0};
+  std::atomic<int> device_queries_{0};
+  std::atomic<int> multiprocessor_queries_{0};
   std::atomic<int> total_loads_{0};
   std::atomic<int> unloads_{0};
 };

@@ -30,18 +30,18 @@ class DescriptorTable {
   explicit DescriptorTable(std::size_t descriptors) {
     for (std::size_t d = 0; d < descriptors; ++d) {
       names_.push_back("in_desc_" + std::to_string(d));
-      args_.push_back({names_.back().c_str(), table::ArgKind::tensordesc, kTypes, 2, false, 2, kBlocks, 2});
+      args_.push_back({names_.back().c_str(), table::ArgKind::tensordesc, kTypes, 2, false, 2, kBlocks, 2, false, false});
     }
-    args_.push_back({"out_ptr", table::ArgKind::pointer, kTypes, 2, true, 0, nullptr, 0});
-    args_.push_back({"n", table::ArgKind::int_scalar, kIntTypes, 1, false, 0, nullptr, 0});
+    args_.push_back({"out_ptr", table::ArgKind::pointer, kTypes, 2, true, 0, nullptr, 0, false, false});
+    args_.push_back({"n", table::ArgKind::int_scalar, kIntTypes, 1, false, 0, nullptr, 0, false, false});
     params_.resize(args_.size());
     for (std::size_t a = 0; a < args_.size(); ++a) params_[a] = static_cast<std::uint16_t>(a);
     const auto n_index = static_cast<std::uint16_t>(args_.size() - 1);
     for (int dtype = 0; dtype < 2; ++dtype)
       for (std::uint16_t block = 0; block < 2; ++block) {
-        std::vector<table::ArgSpecialization> spec(descriptors, table::ArgSpecialization{kTypes[dtype], 0, block});
-        spec.push_back({kTypes[dtype], 0, 0});
-        spec.push_back({TAOT_DTYPE_I32, 0, 0});
+        std::vector<table::ArgSpecialization> spec(descriptors, table::ArgSpecialization{kTypes[dtype], 0, block, false});
+        spec.push_back({kTypes[dtype], 0, 0, false});
+        spec.push_back({TAOT_DTYPE_I32, 0, 0, false});
         specializations_.push_back(std::move(spec));
         configs_.push_back({block});
         grids_.push_back({{table::GridOp::arg, n_index, 0}, {table::GridOp::literal, 0, kBlockM[block]},
@@ -87,7 +87,7 @@ class DescriptorTable {
   static constexpr taot_dtype kIntTypes[] = {TAOT_DTYPE_I32};
   static constexpr std::uint32_t kBlocks[] = {64, 32, 128, 32};
   static constexpr std::int64_t kBlockM[] = {64, 128};
-  static constexpr table::ConfigField kField{"BM", table::FieldKind::int_value, kBlockM, nullptr, 2, 0};
+  static constexpr table::ConfigField kField{"BM", table::FieldKind::int_value, kBlockM, nullptr, 2, 0, nullptr};
   static constexpr table::GridInstr kOne[] = {{table::GridOp::literal, 0, 1}};
   static constexpr unsigned char kCubin80[8] = {80}, kCubin90[8] = {90};
   std::deque<std::string> names_, ids_;

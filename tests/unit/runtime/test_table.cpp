@@ -12,12 +12,12 @@ const std::int64_t kWarps[] = {4, 8};
 }  // namespace
 
 AddKernelTable::AddKernelTable(std::uint32_t shared_bytes, bool drop_fp16_unaligned) {
-  args_ = {{"x_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1, nullptr, 0},
-           {"y_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1, nullptr, 0},
-           {"output_ptr", table::ArgKind::pointer, kPointerTypes, 2, true, 1, nullptr, 0},
-           {"n_elements", table::ArgKind::int_scalar, kIntTypes, 2, false, 0, nullptr, 0}};
-  fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 2, 1},
-             {"num_warps", table::FieldKind::int_value, kWarps, nullptr, 2, 0}};
+  args_ = {{"x_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1, nullptr, 0, false, false},
+           {"y_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1, nullptr, 0, false, false},
+           {"output_ptr", table::ArgKind::pointer, kPointerTypes, 2, true, 1, nullptr, 0, false, false},
+           {"n_elements", table::ArgKind::int_scalar, kIntTypes, 2, false, 0, nullptr, 0, false, false}};
+  fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 2, 1, nullptr},
+             {"num_warps", table::FieldKind::int_value, kWarps, nullptr, 2, 0, nullptr}};
   const std::pair<taot_dtype, std::uint8_t> n_choices[] = {
       {TAOT_DTYPE_I32, 16}, {TAOT_DTYPE_I32, 0}, {TAOT_DTYPE_I32, 1}, {TAOT_DTYPE_I64, 0}};
   for (taot_dtype dtype : kPointerTypes)
@@ -37,8 +37,8 @@ AddKernelTable::AddKernelTable(std::uint32_t shared_bytes, bool drop_fp16_unalig
                              std::to_string(n_hint) + "_B" + std::to_string(kBlocks[block]) + "_w" +
                              std::to_string(kWarps[warps]);
             strings_.push_back(id);
-            specializations_.push_back({{dtype, fact.align[0], 0}, {dtype, fact.align[1], 0}, {dtype, fact.align[2], 0},
-                                        {n_type, n_hint, 0}});
+            specializations_.push_back({{dtype, fact.align[0], 0, false}, {dtype, fact.align[1], 0, false}, {dtype, fact.align[2], 0, false},
+                                        {n_type, n_hint, 0, false}});
             configs_.push_back({block, warps});
             params_.push_back(n_hint == 1 ? std::vector<std::uint16_t>{0, 1, 2}
                                           : std::vector<std::uint16_t>{0, 1, 2, 3});

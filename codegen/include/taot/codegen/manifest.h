@@ -1,4 +1,4 @@
-// A typed model of manifest.json (docs/manifest.md, schema "taot.manifest" version 1) and its
+// A typed model of manifest.json (docs/manifest.md, schema "taot.manifest" version 2) and its
 // reader. The reader checks everything the generator relies on, so that a Manifest it returns
 // always generates code that compiles: every error names the manifest file and the JSON path.
 #pragma once
@@ -20,7 +20,7 @@
 namespace taot::codegen {
 
 inline constexpr std::string_view kManifestSchema = "taot.manifest";
-inline constexpr int kManifestSchemaVersion = 1;
+inline constexpr int kManifestSchemaVersion = 2;
 
 // Element and scalar types by their Triton names (taot/dtype_list.h); the values are the
 // runtime's taot_dtype values.
@@ -56,15 +56,20 @@ struct Arg {
   std::uint8_t rank = 0;
   // tensordesc: the distinct block shapes the variants compiled ("blocks"), outermost dim first.
   std::vector<std::vector<std::uint32_t>> blocks;
+  // pointer: some variants were compiled with this pointer None ("none"); a null pointer selects them.
+  bool none = false;
+  // int: a call argument the grid (and launch-time rules) read but the kernel does not take
+  // ("launch_only"); never in a variant's params. Launch-only arguments follow all others.
+  bool launch_only = false;
 
   // Constexpr parameters are compiled in; every other parameter is a call argument.
   bool is_call_argument() const noexcept { return kind != ArgKind::constexpr_value; }
 };
 
-enum class FieldKind : std::uint8_t { int_value, float_value, bool_value, dtype_value };
+enum class FieldKind : std::uint8_t { int_value, float_value, bool_value, dtype_value, string_value };
 
 // A config value; the alternative matches the field's kind.
-using ConfigValue = std::variant<std::int64_t, double, bool, DType>;
+using ConfigValue = std::variant<std::int64_t, double, bool, DType, std::string>;
 
 // One config field: a constexpr argument or a compile option (num_warps, ...).
 struct ConfigField {
@@ -78,10 +83,12 @@ struct ConfigField {
 // `hint` 16 (16-byte aligned) or 0; int: `type` i32/i64, `hint` 1 (==1), 16 (%16==0) or 0;
 // float/bool: the scalar type, `hint` 0; tensordesc: `type` the element dtype, `block` the index
 // of the variant's block shape in the argument's `blocks`.
+// pointer with `none`: compiled with the pointer None (then not among the variant's params).
 struct ArgSpecialization {
   DType type = DType::i32;
   std::uint8_t hint = 0;
   std::uint16_t block = 0;
+  bool none = false;
 };
 
 // Triton's tensordesc_meta entry for one descriptor argument of an sm_90+ image: how its TMA map
@@ -96,11 +103,12 @@ struct TensordescMeta {
   std::vector<std::uint32_t> block_size;
 };
 
-enum class GridOp : std::uint8_t { literal, arg, add, sub, mul, div, mod, cdiv, min, max, neg };
+enum class GridOp : std::uint8_t { literal, arg, add, sub, mul, div, mod, cdiv, min, max, neg, num_sms };
 
 // One instruction of a postfix grid program: `literal` pushes `value`; `arg` pushes call argument
-// number `arg` (an index into the kernel's call arguments, always an int argument); the others pop
-// their operands and push the result. The reader guarantees every program leaves one value.
+// number `arg` (an index into the kernel's call arguments, always an int argument); `num_sms`
+// pushes the launching device's multiprocessor count; the others pop their operands and push the
+// result. The reader guarantees every program leaves one value.
 struct GridInstr {
   GridOp op = GridOp::literal;
   std::size_t arg = 0;
@@ -137,7 +145,8 @@ struct Image {
   std::map<std::string, std::string> artifacts;  // stage ("ttir", "ptx", ...) -> path as written
 };
 
-// One compiled variant: a specialization plus a config, with an image per target.
+// One compiled variant: a specialization plus a config, with an image for each of the kernel's
+// targets it was compiled for (1 or more, in the kernel's target order).
 struct Variant {
   std::string id;
   std::string hash;
@@ -148,12 +157,22 @@ struct Variant {
   std::vector<Image> images;
 };
 
+// A launch-time rule for a config field ("heuristics"): kept as written; nothing generates code
+// from it yet.
+struct Heuristic {
+  std::string field;       // a config field of the kernel
+  std::string expression;  // over call arguments, as written
+};
+
 struct Kernel {
   std::string name;      // the C++ function name
   std::string function;  // the @triton.jit function's name
   std::string source;
   std::string source_hash;
+  std::vector<std::string> targets;      // a subset of the library's targets, in its order
   std::array<std::string, 3> grid_text;  // as written, for messages and docs
+  std::vector<std::string> tuning_key;   // names of call arguments; may be empty
+  std::vector<Heuristic> heuristics;     // in declaration order; may be empty
   std::vector<Arg> args;                 // every parameter, constexprs included
   std::vector<ConfigField> config;
   std::vector<Variant> variants;

@@ -1,0 +1,76 @@
+// Device facts, cached per device and per thread; see device.h.
+#include "device.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+namespace taot::detail {
+namespace {
+
+Expected<DeviceFacts> query(const driver::Api& api, CUdevice device) {
+  DeviceFacts facts{device, 0, 0, {}};
+  int major = 0, minor = 0;
+  CUresult result = api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  if (result == CUDA_SUCCESS)
+    result = api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  if (result == CUDA_SUCCESS)
+    result = api.cuDeviceGetAttribute(&facts.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+  if (result != CUDA_SUCCESS) return driver::call_error(api, "cuDeviceGetAttribute", result);
+  facts.arch = major * 10 + minor;
+  char name[256] = {};
+  if (api.cuDeviceGetName(name, sizeof(name) - 1, device) == CUDA_SUCCESS) facts.name = name;
+  return facts;
+}
+
+// Facts per (driver generation, device), kept for the life of the process.
+struct Registry {
+  std::mutex mutex;
+  std::map<std::pair<std::uint64_t, CUdevice>, std::unique_ptr<DeviceFacts>> devices;
+};
+
+Registry& registry() {
+  static Registry* instance = new Registry();  // never destroyed: launches may run during exit
+  return *instance;
+}
+
+}  // namespace
+
+Expected<const DeviceFacts*> device_facts(const driver::Api& api, CUcontext context) {
+  struct Remembered {
+    std::uint64_t generation;
+    CUcontext context;
+    const DeviceFacts* facts;
+  };
+  constexpr int kRemembered = 4;
+  thread_local Remembered remembered[kRemembered] = {};
+  thread_local int next_slot = 0;
+  const std::uint64_t generation = driver::generation.load(std::memory_order_acquire);
+  for (const Remembered& entry : remembered)
+    if (entry.facts != nullptr && entry.context == context && entry.generation == generation) return entry.facts;
+
+  CUdevice device = 0;
+  const CUresult result = api.cuCtxGetDevice(&device);
+  if (result != CUDA_SUCCESS) return driver::call_error(api, "cuCtxGetDevice", result);
+  const DeviceFacts* facts = nullptr;
+  {
+    Registry& known = registry();
+    std::lock_guard<std::mutex> lock(known.mutex);
+    std::unique_ptr<DeviceFacts>& slot = known.devices[{generation, device}];
+    if (slot == nullptr) {
+      Expected<DeviceFacts> queried = query(api, device);
+      if (!queried.ok()) {
+        known.devices.erase({generation, device});
+        return std::move(queried).take_status();
+      }
+      slot = std::make_unique<DeviceFacts>(std::move(queried).value());
+    }
+    facts = slot.get();
+  }
+  remembered[next_slot] = Remembered{generation, context, facts};
+  next_slot = (next_slot + 1) % kRemembered;
+  return facts;
+}
+
+}  // namespace taot::detail
