@@ -250,8 +250,14 @@ inline taot_arg pointer_arg(const table::KernelTable& table, std::size_t index, 
   const table::Arg& arg = table.args[index];
   taot_arg value{};
   if (object.is_none()) {
-    // vLLM passes None for the scales of a bf16 GEMM, which the chosen variant does not read. The
-    // null pointer's dtype is the argument's, which must then be unambiguous.
+    // A null pointer: for an argument with variants compiled with it None, it selects them (its
+    // dtype does not matter). Otherwise (vLLM passes None for the scales of a bf16 GEMM, which the
+    // chosen variant does not read) it is a pointer of the argument's dtype, which must then be
+    // unambiguous.
+    if (arg.none) {
+      value.dtype = arg.types[0];
+      return value;
+    }
     if (arg.type_count != 1) {
       std::string types;
       for (std::uint16_t t = 0; t < arg.type_count; ++t)
@@ -489,7 +495,10 @@ struct PythonArg<table::ArgKind::pointer> {
   static void convert(const table::KernelTable& table, std::size_t index, nb::handle object, Conversion& conversion) {
     conversion.values[index] = pointer_arg(table, index, object, conversion.site);
   }
-  static std::string schema_type(const table::KernelTable& table, std::size_t index) { return tensor_schema(table, index); }
+  // None-able pointers are optional tensors.
+  static std::string schema_type(const table::KernelTable& table, std::size_t index) {
+    return tensor_schema(table, index) + (table.args[index].none ? "?" : "");
+  }
 };
 
 template <>
@@ -605,19 +614,87 @@ inline void raise(Status status) {
   throw std::runtime_error(status.message());
 }
 
+// What each kind of config field is to Python, in one place: a compiled value as a Python
+// object, a keyword's value as a request, and the field's type in a torch op schema.
 inline nb::object field_value(const table::ConfigField& field, std::uint16_t index) {
   switch (field.kind) {
     case table::FieldKind::float_value: return nb::float_(field.float_values[index]);
     case table::FieldKind::bool_value: return nb::bool_(field.int_values[index] != 0);
     case table::FieldKind::dtype_value: return nb::str(dtype_name(static_cast<DType>(field.int_values[index])));
-    default: return nb::int_(field.int_values[index]);
+    case table::FieldKind::string_value: return nb::str(field.string_values[index]);
+    case table::FieldKind::int_value: break;
   }
+  return nb::int_(field.int_values[index]);
+}
+
+// The request for a config keyword. A string's text points into `item`, which the caller's
+// kwargs keep alive for the launch.
+inline FieldRequest field_request(const table::KernelTable& table, const table::ConfigField& field, nb::handle item) {
+  FieldRequest request;
+  request.set = true;
+  switch (field.kind) {
+    case table::FieldKind::float_value: request.real = nb::cast<double>(item); break;
+    case table::FieldKind::dtype_value:
+      request.integer = static_cast<std::int64_t>(dtype_from_name(nb::cast<std::string>(item)));
+      break;
+    case table::FieldKind::string_value: {
+      Py_ssize_t size = 0;
+      const char* text = PyUnicode_Check(item.ptr()) ? PyUnicode_AsUTF8AndSize(item.ptr(), &size) : nullptr;
+      if (text == nullptr) {
+        PyErr_Clear();
+        throw nb::type_error((std::string(table.library) + "." + table.name + "(): config " + field.name +
+                              " takes a str, got " + nb::type_name(item.type()).c_str()).c_str());
+      }
+      request.text = std::string_view(text, static_cast<std::size_t>(size));
+      break;
+    }
+    case table::FieldKind::int_value:
+    case table::FieldKind::bool_value: request.integer = nb::cast<std::int64_t>(item); break;
+  }
+  return request;
+}
+
+inline const char* field_schema_type(const table::ConfigField& field) {
+  switch (field.kind) {
+    case table::FieldKind::float_value: return "float?";
+    case table::FieldKind::bool_value: return "bool?";
+    case table::FieldKind::dtype_value:
+    case table::FieldKind::string_value: return "str?";
+    case table::FieldKind::int_value: break;
+  }
+  return "int?";
+}
+
+// The `grid=` keyword: an int (x) or a tuple or list of 1 to 3 ints (x, y, z); missing dims are 1.
+inline Grid grid_arg(const table::KernelTable& table, nb::handle item) {
+  const auto fail = [&]() {
+    return nb::type_error((std::string(table.library) + "." + table.name +
+                           "(): grid= takes an int or a tuple or list of 1 to 3 ints, got " +
+                           nb::type_name(item.type()).c_str()).c_str());
+  };
+  std::int64_t dims[3] = {1, 1, 1};
+  if (PyLong_Check(item.ptr())) {
+    dims[0] = nb::cast<std::int64_t>(item);
+  } else if (PyTuple_Check(item.ptr()) || PyList_Check(item.ptr())) {
+    const std::size_t count = nb::len(item);
+    if (count < 1 || count > 3) throw fail();
+    std::size_t d = 0;
+    for (nb::handle dim : item) {
+      if (!PyLong_Check(dim.ptr())) throw fail();
+      dims[d++] = nb::cast<std::int64_t>(dim);
+    }
+  } else {
+    throw fail();
+  }
+  return Grid{dims[0], dims[1], dims[2]};
 }
 
 }  // namespace detail
 
-// Launches `kernel` with Python arguments: the call arguments in order, then keywords: `stream`,
-// `variant` (an index into the variant list) or config fields by name (exact selection).
+// Launches `kernel` with Python arguments: the call arguments in order (launch-only ints
+// included; None for a pointer that may be None), then keywords: `stream`, `variant` (an index
+// into the variant list), `grid` (an int or 1 to 3 ints replacing the kernel's grid) or config
+// fields by name (exact selection; string fields take a str).
 inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
   const table::KernelTable& table = kernel.table();
   if (args.size() != table.arg_count)
@@ -643,6 +720,8 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
   nb::handle stream;
   Selection selection = Selection::automatic();
   std::vector<FieldRequest> fields;
+  bool has_grid = false;
+  Grid grid;
   for (auto [key, item] : kwargs) {
     if (item.is_none()) continue;  // unset (torch custom ops pass every config keyword)
     const std::string name = nb::cast<std::string>(key);
@@ -654,22 +733,21 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
       selection = Selection::variant(nb::cast<std::size_t>(item));
       continue;
     }
+    if (name == "grid") {
+      grid = detail::grid_arg(table, item);
+      has_grid = true;
+      continue;
+    }
     std::size_t f = 0;
     while (f < table.field_count && name != table.fields[f].name) ++f;
     if (f == table.field_count) {
-      std::string known = "stream, variant";
+      std::string known = "stream, variant, grid";
       for (std::size_t k = 0; k < table.field_count; ++k) known += std::string(", ") + table.fields[k].name;
       throw nb::type_error((std::string(table.library) + "." + table.name + "(): unknown keyword '" + name +
                             "'; the keywords are: " + known).c_str());
     }
     if (fields.empty()) fields.resize(table.field_count);
-    const table::ConfigField& field = table.fields[f];
-    FieldRequest& request = fields[f];
-    request.set = true;
-    if (field.kind == table::FieldKind::float_value) request.real = nb::cast<double>(item);
-    else if (field.kind == table::FieldKind::dtype_value)
-      request.integer = static_cast<std::int64_t>(dtype_from_name(nb::cast<std::string>(item)));
-    else request.integer = nb::cast<std::int64_t>(item);
+    fields[f] = detail::field_request(table, table.fields[f], item);
   }
   if (!fields.empty()) {
     if (selection.is_variant())
@@ -681,7 +759,8 @@ inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
   const CUstream launch_stream = detail::stream_arg(stream, site);
   for (const auto& [index, object] : site.deferred)
     values[index] = detail::dlpack_arg(table, table.args[index], object, launch_stream, site);
-  Status status = kernel.launch(launch_stream, values, table.arg_count, selection);
+  Status status = has_grid ? kernel.launch(launch_stream, values, table.arg_count, selection, grid)
+                           : kernel.launch(launch_stream, values, table.arg_count, selection);
   if (!status.ok()) detail::raise(std::move(status));
 }
 
@@ -705,6 +784,7 @@ inline nb::list variants(const Kernel& kernel) {
       const table::Image& image = variant.images[i];
       nb::dict facts;
       facts["target"] = image.target;
+      facts["arch"] = image.arch;
       facts["shared"] = image.shared_bytes;
       facts["num_warps"] = image.num_warps;
       facts["num_ctas"] = image.num_ctas;
@@ -747,11 +827,7 @@ inline std::string torch_schema(const table::KernelTable& table) {
   if (table.field_count > 0) schema += table.arg_count > 0 ? ", *" : "*";
   for (std::size_t f = 0; f < table.field_count; ++f) {
     const table::ConfigField& field = table.fields[f];
-    const char* type = field.kind == table::FieldKind::float_value  ? "float?"
-                       : field.kind == table::FieldKind::bool_value ? "bool?"
-                       : field.kind == table::FieldKind::dtype_value ? "str?"
-                                                                     : "int?";
-    schema += std::string(", ") + type + " " + field.name + "=None";
+    schema += std::string(", ") + detail::field_schema_type(field) + " " + field.name + "=None";
   }
   return schema + ") -> ()";
 }
@@ -780,13 +856,14 @@ inline void register_torch_ops() {
   registered = true;
 }
 
-// Adds `<name>(*args, stream=None, variant=None, **config)` and `<name>_variants()` to `module`.
+// Adds `<name>(*args, stream=None, variant=None, grid=None, **config)` and `<name>_variants()` to
+// `module`.
 inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
   static std::deque<std::string> strings;  // names and docs handed to nanobind live as long as the module
   const table::KernelTable& table = kernel.table();
   std::string doc = std::string("Launches ") + table.library + "." + table.name + "(";
   for (std::size_t a = 0; a < table.arg_count; ++a) doc += (a ? ", " : "") + std::string(table.args[a].name);
-  doc += ", *, stream=None, variant=None, **config) on the grid (" + std::string(table.grid_text[0]) + ", " +
+  doc += ", *, stream=None, variant=None, grid=None, **config) on the grid (" + std::string(table.grid_text[0]) + ", " +
          table.grid_text[1] + ", " + table.grid_text[2] + "); config keywords:";
   for (std::size_t f = 0; f < table.field_count; ++f) doc += std::string(" ") + table.fields[f].name;
   const char* kept_doc = strings.emplace_back(std::move(doc)).c_str();
