@@ -127,7 +127,10 @@ def test_kernel_that_fails_to_compile(tmp_path, run_taot):
 def test_gen_rejects_other_schema_version(tmp_path, run_taot):
     manifest = tmp_path / "manifest.json"
     manifest.write_text('{"schema": "taot.manifest", "schema_version": 99, "kernels": []}\n')
-    assert_fails_naming(run_taot("gen", manifest, "-o", tmp_path / "gen"), "version 99", "reads schema \"taot.manifest\" version 1")
+    assert_fails_naming(run_taot("gen", manifest, "-o", tmp_path / "gen"), "version 99", "reads schema \"taot.manifest\" version 2")
+    manifest.write_text('{"schema": "taot.manifest", "schema_version": 1, "kernels": []}\n')  # schema 1 is refused
+    assert_fails_naming(run_taot("gen", manifest, "-o", tmp_path / "gen"), "version 1 is not supported",
+                        "reads schema \"taot.manifest\" version 2")
 
 
 def test_gen_rejects_missing_manifest(tmp_path, run_taot):
