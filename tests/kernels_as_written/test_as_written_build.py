@@ -1,0 +1,104 @@
+# Without a GPU: kernels.py goes in unchanged. The real taot binary builds its library, Python module
+# included, from kernels.toml; the module's calls as a user writes them get past argument conversion
+# and variant selection (they stop only at loading the CUDA driver, which this machine lacks); the
+# manifest carries the tuning key, the rules and each variant's targets.
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+DRIVER_MISSING = "RuntimeError: cannot load the CUDA driver"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    taot = Path(os.environ.get("TAOT_BIN", REPO / "build" / "tools" / "taot" / "taot"))
+    if not taot.exists():
+        pytest.fail(f"the taot binary is not built at {taot} (set TAOT_BIN or build first)")
+    out = tmp_path_factory.mktemp("as_written")
+    result = subprocess.run([str(taot), "build", str(HERE / "kernels.toml"), "-o", str(out), "--python",
+                             "--build-library", "-j", str(os.cpu_count() or 2), "--quiet"],
+                            capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return out
+
+
+def run(built, body):
+    prelude = """
+        import as_written as aw
+
+        class CudaArray:
+            def __init__(self, address, typestr, shape=(64, 64)):
+                self.__cuda_array_interface__ = {"data": (address, False), "typestr": typestr, "shape": shape,
+                                                 "version": 3}
+
+        def error_of(call):
+            try:
+                call()
+            except Exception as error:
+                return f"{type(error).__name__}: {error}"
+            return "no error"
+    """
+    env = {**os.environ, "PYTHONPATH": str(built / "build")}
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(prelude) + textwrap.dedent(body)],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.splitlines()
+
+
+def test_manifest_carries_what_the_decorators_said(built):
+    manifest = json.loads((built / "manifest.json").read_text())
+    kernels = {kernel["name"]: kernel for kernel in manifest["kernels"]}
+    assert kernels["matmul"]["tuning_key"] == ["M", "N", "K"]
+    assert kernels["rms_norm"]["heuristics"] == [
+        {"field": "BLOCK_SIZE", "expression": "next_power_of_2(n_cols)"},
+        {"field": "num_warps", "expression": "8 if BLOCK_SIZE >= 2048 else 4"},
+        {"field": "HAS_WEIGHT", "expression": "weight_ptr is not None"}]
+    matmul_targets = [[image["target"] for image in variant["images"]] for variant in kernels["matmul"]["variants"]]
+    assert ["sm_90"] in matmul_targets and ["sm_80", "sm_90"] in matmul_targets   # num_stages 5 is sm_90 only
+    assert {kernel["name"]: kernel["targets"] for kernel in manifest["kernels"]} == {
+        "matmul": ["sm_80", "sm_90"], "rms_norm": ["sm_90"], "bias_act": ["sm_80", "sm_90"],
+        "persistent_scale": ["sm_90"], "layer_norm_fwd": ["sm_90"]}
+    assert kernels["persistent_scale"]["variants"][0]["grid"][0] == [
+        {"op": "num_sms"}, {"op": "arg", "name": "n_elements"}, {"op": "lit", "value": 2048}, {"op": "cdiv"},
+        {"op": "min"}]
+
+
+def test_calls_as_users_write_them_reach_the_driver(built):
+    lines = run(built, """
+        x16, w16 = CudaArray(0x7f0000000000, "<f2"), CudaArray(0x7f0000100000, "<f2", (64,))
+        x32 = CudaArray(0x7f0000200000, "<f4", (64 * 64,))
+        print(error_of(lambda: aw.matmul(x16, x16, x16, 64, 64, 64, 64, 1, 64, 1, 64, 1, BLOCK_SIZE_M=64,
+                                         BLOCK_SIZE_N=128, BLOCK_SIZE_K=32, GROUP_SIZE_M=8, num_warps=4, num_stages=4,
+                                         ACTIVATION="leaky_relu")))
+        print(error_of(lambda: aw.rms_norm(x16, None, x16, 64, 64, 64, 1e-6, 64, BLOCK_SIZE=256, HAS_WEIGHT=False)))
+        print(error_of(lambda: aw.bias_act(x16, None, x16, 4096, 64, ACTIVATION="gelu")))
+        print(error_of(lambda: aw.bias_act(x16, w16, x16, 4096, 64)))
+        print(error_of(lambda: aw.persistent_scale(x32, x32, 4096, 1.5)))
+        print(error_of(lambda: aw.layer_norm_fwd(x16, x16, w16, w16, 64, 64, 1e-5, 64, BLOCK_SIZE=256)))
+    """)
+    for line in lines:
+        assert line.startswith(DRIVER_MISSING), lines
+
+
+def test_what_was_not_compiled_is_named(built):
+    """rms_norm's variants share their target, so selection needs no device (bias_act's and matmul's
+    differ per target: their selection waits for the device, and here the driver is missing first)."""
+    weight_with_none, block, none_x = run(built, """
+        x16, w16 = CudaArray(0x7f0000000000, "<f2"), CudaArray(0x7f0000100000, "<f2", (64,))
+        print(error_of(lambda: aw.rms_norm(x16, None, x16, 64, 64, 64, 1e-6, 64, BLOCK_SIZE=256, HAS_WEIGHT=True)))
+        print(error_of(lambda: aw.rms_norm(x16, w16, x16, 64, 64, 64, 1e-6, 64, BLOCK_SIZE=128)))
+        print(error_of(lambda: aw.bias_act(None, w16, x16, 4096, 64)))
+    """)
+    assert weight_with_none.startswith("ValueError: as_written::rms_norm: no compiled variant accepts weight_ptr = "
+                                       "None (a null pointer)"), weight_with_none
+    assert block.startswith("ValueError: as_written::rms_norm: config BLOCK_SIZE=128 was not compiled; compiled "
+                            "values: 256, 512, 1024, 2048, 4096, 8192"), block
+    assert none_x == ("TypeError: as_written.bias_act: x_ptr: None is accepted only for pointers of one dtype; "
+                      "this one takes fp16, bf16, fp32"), none_x
