@@ -79,9 +79,12 @@ def variant_hash(inputs):
 
 
 def target_inputs(inputs, target, triton_options, backend_hash, env):
-    """Add what depends on the target: Triton's parsed options, ptxas version, cache-relevant env vars."""
+    """Add what depends on the target: Triton's parsed options and the backend (ptxas version), as one
+    digest with the ptxas release beside it for readers, and the cache-relevant env vars."""
+    toolchain = canonical_json({"triton_options": json_safe(triton_options), "backend": backend_hash})
+    release = next((line.strip() for line in backend_hash.splitlines() if "release" in line), backend_hash[:80])
     return dict(inputs, target={"name": target.name, "capability": target.capability},
-                triton_options=json_safe(triton_options), backend=backend_hash, env=json_safe(env))
+                toolchain=hashlib.sha256(toolchain.encode()).hexdigest(), ptxas=release, env=json_safe(env))
 
 
 def json_safe(value):

@@ -15,9 +15,29 @@ def relative(path, base):
     return Path(os.path.relpath(path, base)).as_posix()
 
 
+LINE_WIDTH = 100
+
+
 def render(manifest):
-    """Sorted keys, two-space indent, trailing newline: the same manifest gives the same bytes."""
-    return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    """Sorted keys, two-space indent, trailing newline: the same manifest gives the same bytes. A
+    value whose one-line form fits in LINE_WIDTH columns where it starts stays on one line (a grid
+    instruction, a specialization entry, a list of numbers)."""
+    return _render(manifest, 0, 0) + "\n"
+
+
+def _render(value, depth, column):
+    flat = json.dumps(value, sort_keys=True)
+    if not isinstance(value, (dict, list)) or not value or column + len(flat) <= LINE_WIDTH:
+        return flat
+    inner = "  " * (depth + 1)
+    if isinstance(value, list):
+        items = [inner + _render(item, depth + 1, len(inner)) for item in value]
+        return "[\n" + ",\n".join(items) + "\n" + "  " * depth + "]"
+    items = []
+    for key in sorted(value):
+        head = f"{inner}{json.dumps(key)}: "
+        items.append(head + _render(value[key], depth + 1, len(head)))
+    return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
 
 
 def build_manifest(library, outdir, variant_hashes):
