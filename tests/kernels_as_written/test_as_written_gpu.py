@@ -1,6 +1,8 @@
 # GPU tests: every kernel of kernels.py through the taot module `as_written` (`taot build kernels.toml
 # --python`; scripts/gpu_suite.sh builds it) against the same kernel through Triton's JIT, launched as
-# its users launch it (jit.py), bitwise, over ragged shapes. Skipped without torch or a GPU.
+# its users launch it (jit.py), bitwise, over ragged shapes. The spec specializes pointers and ints as
+# the JIT does (16-byte aligned tensors, %16 strides where they are): a variant compiled without the
+# alignment can round a reduction differently. Skipped without torch or a GPU.
 import pytest
 
 try:
