@@ -4,12 +4,16 @@ import ast
 from .checks import describe
 
 def next_power_of_2(value):
-    """The smallest power of two >= value (1 for values below 1), as triton.next_power_of_2."""
-    return 1 if value < 1 else 1 << (int(value) - 1).bit_length()
+    """triton.next_power_of_2 on 64-bit ints: the smallest power of two >= value; 0 for 0 and below."""
+    n = int(value) - 1
+    for shift in (1, 2, 4, 8, 16, 32):
+        n |= n >> shift
+    return n + 1
 
 
 def cdiv(a, b):
-    return -(-a // b)
+    """triton.cdiv: (a + b - 1) // b."""
+    return (a + b - 1) // b
 
 
 WHERE_CALLS = {"min": min, "max": max, "abs": abs, "next_power_of_2": next_power_of_2, "cdiv": cdiv}
@@ -176,16 +180,128 @@ def parse_rule(text, scalar_names, pointer_names, field_names):
                 raise ExpressionProblem(f"unknown name {node.id} (known: {known})")
             if node.id not in names:
                 names.append(node.id)
-        elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, str)) \
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool)) \
                 and node.value is not None:
-            raise ExpressionProblem(f"constant {node.value!r} is not allowed")
+            raise ExpressionProblem(f"constant {node.value!r} is not allowed (rules compute numbers)")
     return Rule(ast.unparse(tree.body), tuple(names), _is_bool(tree.body))
 
 
+_PROGRAM_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "div", ast.Mod: "mod"}
+_PROGRAM_COMPARE = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+
+
+def rule_program(rule, arg_names):
+    """The postfix program of a checked rule (docs/manifest.md, "Rule programs"): names in
+    `arg_names` read call arguments, `x is None` tests a pointer, `num_sms` the device, every other
+    name a config field. Conditionals jump, so an untaken branch is never evaluated."""
+    code = []
+    _emit(_parse(rule.text).body, set(arg_names), code)
+    return code
+
+
+def _emit(node, args, code):
+    if isinstance(node, ast.Constant):
+        value = node.value
+        code.append({"op": "flit", "value": value} if isinstance(value, float) else {"op": "lit", "value": int(value)})
+    elif isinstance(node, ast.Name):
+        if node.id in args:
+            code.append({"op": "arg", "name": node.id})
+        elif node.id == "num_sms":
+            code.append({"op": "num_sms"})
+        else:
+            code.append({"op": "field", "name": node.id})
+    elif isinstance(node, ast.UnaryOp):
+        _emit(node.operand, args, code)
+        if not isinstance(node.op, ast.UAdd):
+            code.append({"op": "not" if isinstance(node.op, ast.Not) else "neg"})
+    elif isinstance(node, ast.BinOp):
+        _emit(node.left, args, code)
+        _emit(node.right, args, code)
+        code.append({"op": _PROGRAM_BINARY[type(node.op)]})
+    elif isinstance(node, ast.Call):
+        for argument in node.args:
+            _emit(argument, args, code)
+        code.append({"op": node.func.id})
+    elif isinstance(node, ast.Compare):
+        if isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            code.append({"op": "isnone", "name": node.left.id})
+            if isinstance(node.ops[0], ast.IsNot):
+                code.append({"op": "not"})
+            return
+        pairs = [ast.Compare(left, [op], [right])
+                 for op, left, right in zip(node.ops, [node.left] + node.comparators, node.comparators)]
+        if len(pairs) > 1:  # a < b < c is a < b and b < c
+            _emit(ast.BoolOp(ast.And(), pairs), args, code)
+            return
+        _emit(node.left, args, code)
+        _emit(node.comparators[0], args, code)
+        code.append({"op": _PROGRAM_COMPARE[type(node.ops[0])]})
+    elif isinstance(node, ast.IfExp):
+        _emit(node.test, args, code)
+        jump_else = _jump(code, "jz")
+        _emit(node.body, args, code)
+        jump_end = _jump(code, "jmp")
+        jump_else["to"] = len(code)
+        _emit(node.orelse, args, code)
+        jump_end["to"] = len(code)
+    else:  # BoolOp: the first operand that decides gives 0 (and) or 1 (or); else the other constant
+        decide = "jz" if isinstance(node.op, ast.And) else "jnz"
+        jumps = []
+        for value in node.values:
+            _emit(value, args, code)
+            jumps.append(_jump(code, decide))
+        code.append({"op": "lit", "value": 1 if decide == "jz" else 0})
+        jump_end = _jump(code, "jmp")
+        for jump in jumps:
+            jump["to"] = len(code)
+        code.append({"op": "lit", "value": 0 if decide == "jz" else 1})
+        jump_end["to"] = len(code)
+
+
+def _jump(code, op):
+    instruction = {"op": op, "to": None}
+    code.append(instruction)
+    return instruction
+
+
+def run_program(code, values):
+    """Evaluates a rule program with `values` (name -> value for args, fields, num_sms; pointer
+    names -> None or not): the front end's reference for the runtime's evaluator (tests)."""
+    stack, pc = [], 0
+    binary = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+              "div": lambda a, b: a // b, "mod": lambda a, b: a % b, "cdiv": cdiv, "min": min, "max": max,
+              "eq": lambda a, b: int(a == b), "ne": lambda a, b: int(a != b), "lt": lambda a, b: int(a < b),
+              "le": lambda a, b: int(a <= b), "gt": lambda a, b: int(a > b), "ge": lambda a, b: int(a >= b)}
+    unary = {"neg": lambda a: -a, "abs": abs, "not": lambda a: int(not a), "next_power_of_2": next_power_of_2}
+    while pc < len(code):
+        instruction = code[pc]
+        op = instruction["op"]
+        pc += 1
+        if op in ("lit", "flit"):
+            stack.append(instruction["value"])
+        elif op in ("arg", "field", "num_sms"):
+            stack.append(int(values[instruction.get("name", "num_sms")]) if isinstance(
+                values[instruction.get("name", "num_sms")], bool) else values[instruction.get("name", "num_sms")])
+        elif op == "isnone":
+            stack.append(int(values[instruction["name"]] is None))
+        elif op in binary:
+            right = stack.pop()
+            stack.append(binary[op](stack.pop(), right))
+        elif op in unary:
+            stack.append(unary[op](stack.pop()))
+        elif op == "jmp":
+            pc = instruction["to"]
+        else:  # jz / jnz
+            if (stack.pop() == 0) == (op == "jz"):
+                pc = instruction["to"]
+    assert len(stack) == 1, code
+    return stack[0]
+
+
 def rule_as_filter(field, rule):
-    """The filter `field == (rule)` for a rule that reads only config fields and pointers' None-ness
-    (known per variant): variants where the rule would pick another value cannot be launched by it.
-    Pointer tests `x is None` become `x.none`."""
+    """The filter `field == (rule)` (or the rule itself, for field None) for a rule that reads only
+    config fields and pointers' None-ness, known per variant. Pointer tests `x is None` become
+    `x.none`."""
     tree = _parse(rule.text)
 
     class NoneTests(ast.NodeTransformer):
@@ -195,7 +311,8 @@ def rule_as_filter(field, rule):
                 return test if isinstance(node.ops[0], ast.Is) else ast.UnaryOp(ast.Not(), test)
             return self.generic_visit(node)
 
-    return f"{field} == ({ast.unparse(NoneTests().visit(tree.body))})"
+    condition = ast.unparse(NoneTests().visit(tree.body))
+    return condition if field is None else f"{field} == ({condition})"
 
 
 def _is_call_name(tree, name_node):

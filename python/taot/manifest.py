@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 from . import artifacts
+from .expressions import rule_program
 from .model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER, TENSORDESC
 
 SCHEMA = "taot.manifest"
@@ -70,8 +71,13 @@ def _kernel(library, kernel, outdir, variant_hashes):
     }
     if kernel.tuning_key:
         entry["tuning_key"] = list(kernel.tuning_key)
+    scalars = [arg.name for arg in kernel.args if arg.kind in (INT, FLOAT, BOOL)]
     if kernel.heuristics:
-        entry["heuristics"] = [{"field": field, "expression": rule.text} for field, rule in kernel.heuristics]
+        entry["heuristics"] = [{"field": field, "expression": rule.text, "program": rule_program(rule, scalars)}
+                               for field, rule in kernel.heuristics]
+    if kernel.requires:
+        entry["requires"] = [{"expression": rule.text, "program": rule_program(rule, scalars)}
+                             for rule in kernel.requires]
     return entry
 
 

@@ -82,6 +82,7 @@ class KernelSpec:
     configs: tuple = ()     # config entries (dicts field -> value): @triton.autotune's, then the spec's
     tuning_key: tuple = ()  # names whose values key tuned tables
     heuristics: tuple = ()  # (field, expressions.Rule) in evaluation order
+    requires: tuple = ()    # expressions.Rule every launched variant must satisfy
     notes: tuple = ()       # what taot does not carry ahead of time (autotune pruning, pre_hooks)
 
     def runtime_args(self):

@@ -30,6 +30,7 @@ KERNEL_KEYS = {
     "tuning_key": "the names whose values key tuned tables (default: @triton.autotune's key)",
     "heuristics": "a table of launch-time rules: FIELD = \"expression\" (as @triton.heuristics)",
     "launch_args": "a table of int arguments the grid uses that the function does not take",
+    "requires": "rules every launched variant must satisfy, such as \"n_cols <= BLOCK_SIZE\"",
 }
 ARG_KEYS = {"type": 'a type such as "*fp32", "*T", "i32" or "tensordesc<T[BLOCK_M, BLOCK_K]>"', "align": '16 and/or "any"',
             "hint": '1, 16 and/or "none"', "constexpr": "a list of compile-time values",
@@ -154,14 +155,15 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
     entries = _complete_entries(entries, args, options, defaults)
     fields = _config_fields(node.key("default"), args, options, entries, heuristic_nodes, targets, defaults)
     heuristics = _heuristics(heuristic_nodes, args, fields)
+    requires = _requires(node.key("requires"), args, fields)
     grid_text, grid = _grid(node.key("grid"), args, fields)
     where = _where(node.key("where"), args, fields, typevars)
-    where += _heuristic_filters(node, heuristics, args, fields, typevars)
+    where += _rule_filters(node, heuristics, requires, args, fields, typevars)
     tuning_key = _tuning_key(node, decorated, args, fields)
     return KernelSpec(name=name, function=function, source=source, cache_key=jit_function.cache_key,
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
                       options=options, config=fields, key=node.path, targets=tuple(targets),
-                      configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics,
+                      configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
                       notes=_notes(decorated))
 
 
@@ -796,24 +798,36 @@ def _heuristic_texts(node, decorated):
     return texts
 
 
-def _heuristics(heuristic_nodes, args, fields):
-    """(field, Rule) per heuristic, checked: the field is a config field; the rule reads scalar
-    arguments, pointers (`is None`) and config fields not computed by a later rule."""
-    field_names = [field.name for field in fields]
+def _rule_names(args, fields):
+    """(scalar names, pointer names, field names) a launch-time rule may read: scalar arguments and
+    num_sms (unless something else has that name), pointers (in None tests), numeric config fields."""
     scalars = [arg.name for arg in args if arg.kind in (INT, FLOAT, BOOL)]
     pointers = [arg.name for arg in args if arg.kind == POINTER]
+    numeric = [field.name for field in fields if field.kind in (INT, FLOAT, BOOL)]
+    if not any(name == "num_sms" for name in [arg.name for arg in args] + [field.name for field in fields]):
+        scalars.append("num_sms")
+    return scalars, pointers, numeric
+
+
+RULE_EXPECTED = ("a rule over scalar arguments, numeric config fields and num_sms, with next_power_of_2, cdiv, min, "
+                 "max, abs, comparisons, and/or/not, `x if c else y` and `p is None` for pointers")
+
+
+def _heuristics(heuristic_nodes, args, fields):
+    """(field, Rule) per heuristic, checked: the field is a numeric config field; the rule reads
+    scalar arguments, pointers (`is None`) and config fields not computed by a later rule."""
+    scalars, pointers, numeric = _rule_names(args, fields)
     by_name = {arg.name: arg for arg in args}
     order = list(heuristic_nodes)
     rules = []
     for position, (name, (node, text)) in enumerate(heuristic_nodes.items()):
-        if name not in field_names:
-            raise node.error(f"a rule for a config field (a constexpr parameter or option): {', '.join(field_names)}",
-                             f'a rule for "{name}"')
+        if name not in numeric:
+            raise node.error("a rule for a numeric config field (an int, float or bool constexpr parameter or "
+                             f"option): {', '.join(numeric) or 'the kernel has none'}", f'a rule for "{name}"')
         try:
-            rule = parse_rule(text, scalars, pointers, field_names)
+            rule = parse_rule(text, scalars, pointers, numeric)
         except ExpressionProblem as problem:
-            raise node.error("a rule over arguments and config fields with next_power_of_2, cdiv, min, max, abs",
-                             f"{describe(text)} ({problem})") from None
+            raise node.error(RULE_EXPECTED, f"{describe(text)} ({problem})") from None
         later = [used for used in rule.names if used in order[position:]]
         if later:
             raise node.error("a rule that reads only config fields computed before it (rules run in order)",
@@ -827,22 +841,41 @@ def _heuristics(heuristic_nodes, args, fields):
     return tuple(rules)
 
 
-def _heuristic_filters(node, heuristics, args, fields, typevars):
-    """Filters that keep, for each rule reading only config fields and pointers' None-ness, the
-    variants whose field has the value the rule gives (the others could never be chosen by it)."""
+def _requires(node, args, fields):
+    """The kernel's `requires` rules: conditions on the call and the variant's config that every
+    launched variant must meet (automatic selection skips the variants that fail them)."""
+    if not node.present():
+        return ()
+    scalars, pointers, numeric = _rule_names(args, fields)
+    rules = []
+    for item in node.value_list("rule expressions"):
+        if not isinstance(item.value, str):
+            raise item.error('a rule expression string such as "n_cols <= BLOCK_SIZE"')
+        try:
+            rules.append(parse_rule(item.value, scalars, pointers, numeric))
+        except ExpressionProblem as problem:
+            raise item.error(RULE_EXPECTED, f"{describe(item.value)} ({problem})") from None
+    return tuple(rules)
+
+
+def _rule_filters(node, heuristics, requires, args, fields, typevars):
+    """Filters from rules that read only config fields and pointers' None-ness (known per variant):
+    a heuristic keeps the variants whose field has the value the rule gives (the others could never
+    be chosen by it); a requirement keeps the variants that meet it."""
     field_names = {field.name for field in fields}
     pointers = {arg.name for arg in args if arg.kind == POINTER and arg.none}
     value_names = [field.name for field in fields] + list(typevars)
     arg_names = [arg.name for arg in args if arg.is_runtime]
+    decided = [(rule_as_filter(name, rule), "heuristics") for name, rule in heuristics
+               if rule.names and all(used in field_names or used in pointers for used in rule.names)]
+    decided += [(rule_as_filter(None, rule), "requires") for rule in requires
+                if all(used in field_names or used in pointers for used in rule.names)]
     filters = []
-    for name, rule in heuristics:
-        if rule.names and all(used in field_names or used in pointers for used in rule.names):
-            text = rule_as_filter(name, rule)
-            try:
-                filters.append(parse_where(text, value_names, arg_names))
-            except ExpressionProblem as problem:  # a rule function filters do not have
-                raise node.key("heuristics").error("a rule taot can also check per variant", f"{text} ({problem})") \
-                    from None
+    for text, key in decided:
+        try:
+            filters.append(parse_where(text, value_names, arg_names))
+        except ExpressionProblem as problem:  # a rule function filters do not have
+            raise node.key(key).error("a rule taot can also check per variant", f"{text} ({problem})") from None
     return tuple(filters)
 
 
