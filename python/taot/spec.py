@@ -254,20 +254,16 @@ def _args(node, jit_function, typevars, entries, heuristic_nodes):
 def _undescribed_arg(node, index, param, function, entries, heuristic_nodes):
     """A parameter the spec does not describe: set by config entries, computed by a bool heuristic,
     named like an option, or a constexpr with a default."""
-    configured = [(position, entry_node, entry) for position, (entry_node, entry) in enumerate(entries)
-                  if param.name in entry]
-    if configured and param.is_constexpr:
-        values = []
-        for _, _, entry in configured:
-            if not any(type(entry[param.name]) is type(seen) and entry[param.name] == seen for seen in values):
-                values.append(entry[param.name])
+    setting = [entry_node for entry_node, entry in entries if param.name in entry]
+    if setting and param.is_constexpr:
+        values = _entry_values([entry for _, entry in entries], param.name)
         dtypes = [isinstance(value, DTypeValue) for value in values]
         if any(dtypes) and not all(dtypes):
-            raise configured[0][1].key(param.name).error(f"dtypes for {param.name} in every config, or none",
-                                                         describe([str(value) for value in values]))
+            raise setting[0].key(param.name).error(f"dtypes for {param.name} in every config, or none",
+                                                   describe([str(value) for value in values]))
         if not all(dtypes) and len({_constexpr_kind(value) for value in values}) > 1:
-            raise configured[0][1].key(param.name).error(f"values of one type for {param.name} in every config",
-                                                         describe(values))
+            raise setting[0].key(param.name).error(f"values of one type for {param.name} in every config",
+                                                   describe(values))
         if all(dtypes):
             return ArgSpec(param.name, index, DTYPE, tuple(str(value) for value in values), value_source="configs")
         return ArgSpec(param.name, index, CONSTEXPR, tuple(values), value_source="configs")
