@@ -4,6 +4,7 @@
 import hashlib
 import itertools
 import math
+import re
 import time
 from dataclasses import dataclass, replace
 
@@ -395,9 +396,27 @@ class _Walk:
                 bound = {self.dimensions[d].label: current[d] for d in self.prefix[:depth]}
                 raise SpecError(self.label, f"{self.kernel.key}.where[{number}]",
                                 "a filter that evaluates for every variant",
-                                f"{describe(where.text)}, which raised {type(error).__name__}: {error} "
+                                f"{describe(where.text)}, which {_evaluation_problem(error)} "
                                 f"with {_describe_point(bound, self.target)}") from None
         return True
+
+
+_KINDS = {"str": "a name (dtype, type or string)", "int": "a number", "float": "a number", "bool": "a truth value",
+          "NoneType": "None"}
+
+
+def _evaluation_problem(error):
+    """What went wrong evaluating a filter, in the spec's terms rather than Python's exception classes."""
+    if isinstance(error, ZeroDivisionError):
+        return "divides by zero"
+    if isinstance(error, TypeError):
+        kinds = re.findall(r"'(\w+)'", str(error))
+        operation = re.search(r"'([^']+)' not supported", str(error))
+        named = [_KINDS.get(kind, kind) for kind in kinds if kind in _KINDS]
+        if operation and len(named) >= 2:
+            return f"applies {operation.group(1)} to {named[-2]} and {named[-1]}"
+        return "combines values of different kinds"
+    return f"cannot be evaluated ({error})"
 
 
 def _describe_point(bound, target):
