@@ -71,6 +71,8 @@ def _kernel(library, kernel, outdir, variant_hashes):
     }
     if kernel.tuning_key:
         entry["tuning_key"] = list(kernel.tuning_key)
+    if kernel.tuning:
+        entry["tuning"] = [relative(path, outdir) for path in kernel.tuning]
     scalars = [arg.name for arg in kernel.args if arg.kind in (INT, FLOAT, BOOL)]
     if kernel.heuristics:
         entry["heuristics"] = [{"field": field, "expression": rule.text, "program": rule_program(rule, scalars)}

@@ -83,6 +83,7 @@ class KernelSpec:
     tuning_key: tuple = ()  # names whose values key tuned tables
     heuristics: tuple = ()  # (field, expressions.Rule) in evaluation order
     requires: tuple = ()    # expressions.Rule every launched variant must satisfy
+    tuning: tuple = ()      # absolute paths of the tuned-table files to bake in, in spec order
     notes: tuple = ()       # what taot does not carry ahead of time (autotune pruning, pre_hooks)
 
     def runtime_args(self):

@@ -1,5 +1,6 @@
 # Validate a raw spec dict (from TOML or taot_spec()) into a LibrarySpec with its variants.
 import dataclasses
+import glob
 import inspect
 import keyword
 import re
@@ -31,6 +32,7 @@ KERNEL_KEYS = {
     "heuristics": "a table of launch-time rules: FIELD = \"expression\" (as @triton.heuristics)",
     "launch_args": "a table of int arguments the grid uses that the function does not take",
     "requires": "rules every launched variant must satisfy, such as \"n_cols <= BLOCK_SIZE\"",
+    "tuning": "tuned-table files to bake in (taot's or vLLM's JSON), relative to the spec; globs allowed",
 }
 ARG_KEYS = {"type": 'a type such as "*fp32", "*T", "i32" or "tensordesc<T[BLOCK_M, BLOCK_K]>"', "align": '16 and/or "any"',
             "hint": '1, 16 and/or "none"', "constexpr": "a list of compile-time values",
@@ -160,11 +162,12 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
     where = _where(node.key("where"), args, fields, typevars)
     where += _rule_filters(node, heuristics, requires, args, fields, typevars)
     tuning_key = _tuning_key(node, decorated, args, fields)
+    tuning = _tuning_files(node.key("tuning"), spec_folder)
     return KernelSpec(name=name, function=function, source=source, cache_key=jit_function.cache_key,
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
                       options=options, config=fields, key=node.path, targets=tuple(targets),
                       configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
-                      notes=_notes(decorated))
+                      tuning=tuning, notes=_notes(decorated))
 
 
 def _source_path(node, spec_folder):
@@ -891,6 +894,30 @@ def _tuning_key(node, decorated, args, fields):
         if name not in usable:
             raise item.error("a scalar argument or config field: " + ", ".join(usable))
     return tuple(name for _, name in items)
+
+
+def _tuning_files(node, spec_folder):
+    """The kernel's tuned-table files, absolute, in the order written (a pattern's matches sorted by
+    name), each once. Paths are relative to the spec; a path must name a file, else a pattern
+    (* ? [) must match one. What the files hold is checked when the library is generated (taot gen)."""
+    if not node.present():
+        return ()
+    expected = "a tuned-table file (a path relative to the spec file; globs such as \"tables/*.json\" allowed)"
+    files = []
+    for item in node.value_list("tuned-table files"):
+        text = item.string(expected)
+        path = (spec_folder / text).resolve()
+        if path.is_file():  # first as written: vLLM's names hold "[" (block_shape=[128,128])
+            matches = [path]
+        elif any(character in text for character in "*?["):
+            matches = sorted(Path(match).resolve() for match in glob.glob(str(spec_folder / text))
+                             if Path(match).is_file())
+            if not matches:
+                raise item.error(expected, f'"{text}", which matches no file (in {spec_folder})')
+        else:
+            raise item.error(expected, f'"{text}", which does not exist ({path})')
+        files += [path for path in matches if path not in files]
+    return tuple(files)
 
 
 # ---- grid and where ----

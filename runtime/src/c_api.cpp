@@ -1,37 +1,17 @@
 // The C ABI over taot::Kernel: status codes out, messages into a thread-local last error.
 #include <cstring>
-#include <exception>
 #include <string>
 #include <vector>
 
+#include "c_api_errors.h"
 #include "taot/c_api.h"
 #include "taot/runtime.h"
 
 namespace {
 
-thread_local std::string last_error;
-
-taot_status report(taot::Status status) {
-  if (status.ok()) return TAOT_OK;
-  last_error = status.message();
-  return status.code();
-}
-
-// Runs `body` (returning a Status) and turns any escaping exception into TAOT_INTERNAL.
-template <class Body>
-taot_status guarded(Body&& body) noexcept {
-  try {
-    return report(body());
-  } catch (const std::exception& error) {
-    last_error = std::string("taot internal error: ") + error.what();
-  } catch (...) {
-    last_error = "taot internal error";
-  }
-  return TAOT_INTERNAL;
-}
-
-taot::Status null_kernel() { return taot::Status::error(TAOT_INVALID_ARGUMENT, "the kernel handle is null"); }
-
+using taot::detail::guarded;
+using taot::detail::last_error;
+using taot::detail::null_kernel;
 using taot::Expected;
 
 // An exact config given by name, as the runtime's per-field requests.

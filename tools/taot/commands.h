@@ -26,6 +26,7 @@ struct GenOptions {
   std::string output;
   bool quiet = false;
   bool python = false;  // also generate the Python module (nanobind)
+  std::vector<std::string> tuning;  // tuned-table files to bake in: FILE or KERNEL=FILE
 };
 
 // `taot compile`: runs the Python front end (python3 -m taot.compile), which calls Triton.

@@ -1,9 +1,15 @@
-// `taot gen`: reads manifest.json and writes the library sources, only the files that changed.
+// `taot gen`: reads manifest.json (and the tuned tables --tuning names) and writes the library
+// sources, only the files that changed.
 #include <fmt/core.h>
+
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "commands.h"
 #include "taot/codegen/generator.h"
 #include "taot/codegen/manifest.h"
+#include "taot/codegen/tuning.h"
 
 namespace taot::tool {
 
@@ -13,9 +19,17 @@ int run_gen(const GenOptions& options) {
     fmt::print(stderr, "taot gen: {}\n", manifest.status().message());
     return 1;
   }
+  std::vector<codegen::TuningFileArgument> tuning;
+  for (const std::string& argument : options.tuning) tuning.push_back(codegen::parse_tuning_argument(argument));
+  auto tuning_files = codegen::assign_tuning_files(*manifest, tuning);
+  if (!tuning_files.ok()) {
+    fmt::print(stderr, "taot gen: {}\n", tuning_files.status().message());
+    return 1;
+  }
   codegen::GenerateOptions generate_options;
   generate_options.output_dir = options.output;
   generate_options.python = options.python;
+  generate_options.tuning_files = std::move(tuning_files).value();
   codegen::Expected<codegen::GenerateResult> result = codegen::generate(*manifest, generate_options);
   if (!result.ok()) {
     fmt::print(stderr, "taot gen: {}\n", result.status().message());

@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   gen_command->add_option("-o,--output", gen.output, "Output folder for the sources")->required();
   gen_command->add_flag("-q,--quiet", gen.quiet, "Print errors only");
   gen_command->add_flag("--python", gen.python, "Also generate the Python module (nanobind) of the library");
+  gen_command->add_option("--tuning", gen.tuning,
+                          "A tuned table to bake in (repeatable): a taot-format FILE names its kernel; "
+                          "KERNEL=FILE binds a vLLM-format file to KERNEL");
 
   CLI11_PARSE(app, argc, argv);
   if (compile_command->parsed()) return taot::tool::run_compile(compile);

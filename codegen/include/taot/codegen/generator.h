@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,9 @@ Expected<std::vector<GeneratedFile>> render_library(const Manifest& manifest, bo
 struct GenerateOptions {
   std::filesystem::path output_dir;  // created if missing
   bool python = false;               // also generate the Python module (nanobind)
+  // Tuned-table files per kernel name (`taot gen --tuning`, made by assign_tuning_files in
+  // taot/codegen/tuning.h), baked with the files the manifest lists for the kernel.
+  std::map<std::string, std::vector<std::filesystem::path>> tuning_files{};
 };
 
 struct FileStatus {
