@@ -1,6 +1,8 @@
 // CPU cost per launch from C++, side by side: taot's generated API (dispatching among all
-// variants), a raw cuLaunchKernel of the same preloaded function, and (when built with it) the C
-// that upstream triton.tools.compile + triton.tools.link generate for the same kernel and config.
+// variants), the same kernel with launch-time rules (two heuristics, a requirement and a 20-entry
+// tuned table, so that every launch walks the table step), a raw cuLaunchKernel of the same
+// preloaded function, and (when built with it) the C that upstream triton.tools.compile +
+// triton.tools.link generate for the same kernel and config.
 // Launches are timed in batches of 256 right after a sync, below the stream's queue depth, so the
 // CPU is what is measured. Prints a table; --json writes the figures too.
 #include <algorithm>
@@ -22,6 +24,68 @@ namespace {
 
 constexpr int kBatch = 256;
 constexpr int kRounds = 400;
+
+// vector_add's add_kernel table with rules added, as taot gen writes them for
+//   heuristics: BLOCK_SIZE = 1024 if n_elements >= 1024 else 256
+//               num_warps = 8 if BLOCK_SIZE > 1024 else 4
+//   requires:   n_elements <= BLOCK_SIZE * 65535
+//   a tuned table keyed by n_elements (1, 2, 4, ..., 2^19: 20 entries) giving BLOCK_SIZE only,
+//   num_warps left to its heuristic.
+class RuledAddKernel {
+ public:
+  explicit RuledAddKernel(const taot::table::KernelTable& base) : table_(base) {
+    using taot::table::RuleOp;
+    const auto field = [&](const char* name) {
+      for (std::uint16_t f = 0; f < base.field_count; ++f)
+        if (std::string(base.fields[f].name) == name) return f;
+      std::fprintf(stderr, "vector_add has no config field %s\n", name);
+      std::exit(1);
+    };
+    const auto value = [&](std::uint16_t f, std::int64_t wanted) {
+      for (std::uint16_t i = 0; i < base.fields[f].value_count; ++i)
+        if (base.fields[f].int_values[i] == wanted) return i;
+      std::fprintf(stderr, "vector_add has no %s=%lld\n", base.fields[f].name, static_cast<long long>(wanted));
+      std::exit(1);
+    };
+    const std::uint16_t block = field("BLOCK_SIZE"), warps = field("num_warps");
+    block_code_ = {{RuleOp::arg, 3, 0, 0}, {RuleOp::lit, 0, 1024, 0}, {RuleOp::ge, 0, 0, 0}, {RuleOp::jz, 6, 0, 0},
+                   {RuleOp::lit, 0, 1024, 0}, {RuleOp::jmp, 7, 0, 0}, {RuleOp::lit, 0, 256, 0}};
+    warps_code_ = {{RuleOp::field, block, 0, 0}, {RuleOp::lit, 0, 1024, 0}, {RuleOp::gt, 0, 0, 0}, {RuleOp::jz, 6, 0, 0},
+                   {RuleOp::lit, 0, 8, 0}, {RuleOp::jmp, 7, 0, 0}, {RuleOp::lit, 0, 4, 0}};
+    requires_code_ = {{RuleOp::arg, 3, 0, 0}, {RuleOp::field, block, 0, 0}, {RuleOp::lit, 0, 65535, 0},
+                      {RuleOp::mul, 0, 0, 0}, {RuleOp::le, 0, 0, 0}};
+    heuristics_[0] = {block, {"1024 if n_elements >= 1024 else 256", block_code_.data(), 7}};
+    heuristics_[1] = {warps, {"8 if BLOCK_SIZE > 1024 else 4", warps_code_.data(), 7}};
+    requirement_ = {"n_elements <= BLOCK_SIZE * 65535", requires_code_.data(), 5};
+    for (int e = 0; e < 20; ++e) {
+      keys_.push_back(std::int64_t{1} << e);
+      for (std::uint16_t f = 0; f < base.field_count; ++f)
+        configs_.push_back(f == block ? value(block, keys_.back() >= 1024 ? 1024 : 256) : taot::table::kUnsetValue);
+    }
+    tuned_ = {"", "bench", taot::table::TuningMatch::nearest, 20, keys_.data(), configs_.data()};
+    table_.heuristics = heuristics_;
+    table_.heuristic_count = 2;
+    table_.requirements = &requirement_;
+    table_.requirement_count = 1;
+    table_.tuning_key = kTuningKey;
+    table_.tuning_key_count = 1;
+    table_.tuned = &tuned_;
+    table_.tuned_count = 1;
+  }
+  RuledAddKernel(const RuledAddKernel&) = delete;
+  taot::Kernel& kernel() { return kernel_; }
+
+ private:
+  static constexpr std::uint16_t kTuningKey[] = {3};
+  taot::table::KernelTable table_;
+  std::vector<taot::table::RuleInstr> block_code_, warps_code_, requires_code_;
+  taot::table::Heuristic heuristics_[2];
+  taot::table::RuleProgram requirement_;
+  std::vector<std::int64_t> keys_;
+  std::vector<std::uint16_t> configs_;
+  taot::table::TunedTable tuned_;
+  taot::Kernel kernel_{table_};
+};
 
 struct Method {
   std::string name;
@@ -76,6 +140,15 @@ int main() {
   const unsigned block = 32u * image->num_warps;
   const unsigned grid = static_cast<unsigned>((n + *variant.config_integer("BLOCK_SIZE") - 1) / *variant.config_integer("BLOCK_SIZE"));
 
+  RuledAddKernel ruled(vector_add::add_kernel_kernel().table());
+  taot::Expected<taot::Choice> ruled_choice = ruled.kernel().choose(args, 4);
+  if (!ruled_choice.ok() || ruled_choice->variant != *chosen) {
+    std::fprintf(stderr, "the ruled kernel chose %s, not the variant of the plain one\n",
+                 ruled_choice.ok() ? vector_add::add_kernel_variants()[ruled_choice->variant].id()
+                                   : ruled_choice.status().message().c_str());
+    return 1;
+  }
+
   std::vector<Method> methods;
   methods.push_back({"raw cuLaunchKernel", [&] {
                        GPU_CHECK(cuLaunchKernel(function, grid, 1, 1, block, 1, 1, image->shared_bytes, stream, raw_params, nullptr));
@@ -84,6 +157,13 @@ int main() {
                        taot::Status status = vector_add::add_kernel(stream, taot::Ptr(x, taot::DType::fp32),
                                                                     taot::Ptr(y, taot::DType::fp32),
                                                                     taot::Ptr(out, taot::DType::fp32), n);
+                       if (!status.ok()) {
+                         std::fprintf(stderr, "%s\n", status.message().c_str());
+                         std::exit(1);
+                       }
+                     }, {}});
+  methods.push_back({"taot (rules + 20-entry table)", [&] {
+                       taot::Status status = ruled.kernel().launch(stream, args, 4);
                        if (!status.ok()) {
                          std::fprintf(stderr, "%s\n", status.message().c_str());
                          std::exit(1);
@@ -145,6 +225,9 @@ int main() {
   std::printf("%-44s %8.1f\n", "taot select (dispatch among all variants)", per_call_ns(kCalls, [&] {
                 if (!vector_add::add_kernel_kernel().select(args, 4).ok()) std::exit(1);
               }));
+  std::printf("%-44s %8.1f  (step: %s)\n", "taot choose with rules + table", per_call_ns(kCalls, [&] {
+                if (!ruled.kernel().choose(args, 4).ok()) std::exit(1);
+              }), taot::step_name(ruled_choice->step));
   std::printf("%-44s %8.1f\n", "taot launch with n=0 (select + grid, no launch)", per_call_ns(kCalls, [&] {
                 if (!vector_add::add_kernel(stream, taot::Ptr(x, taot::DType::fp32), taot::Ptr(y, taot::DType::fp32),
                                             taot::Ptr(out, taot::DType::fp32), 0).ok())

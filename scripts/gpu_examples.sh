@@ -12,6 +12,11 @@
 # TAOT_BIN (default .carry/bin/taot). Prints "=== step ===" headers, counts failures and exits
 # non-zero if any step failed.
 set -uo pipefail
+# nlohmann-json (header-only, needed to build the runtime) is not installed on the GPU machines:
+# the caller may carry a copy (include/ and share/cmake/) in .carry/nlohmann.
+if [ -d "$(dirname "$0")/../.carry/nlohmann" ]; then
+  export CMAKE_PREFIX_PATH="$(cd "$(dirname "$0")/../.carry/nlohmann" && pwd)${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+fi
 cd "$(dirname "$0")/.."
 root=$PWD
 work=${1:-$root/build-gpu}

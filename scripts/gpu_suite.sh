@@ -5,6 +5,11 @@
 # TAOT_SKIP_EXAMPLES=1 leaves them out). The taot binary comes prebuilt (TAOT_BIN, default
 # .carry/bin/taot) because the GPU machines have no -dev packages. Logs go to $OUT (or build-gpu/).
 set -uo pipefail
+# nlohmann-json (header-only, needed to build the runtime) is not installed on the GPU machines:
+# the caller may carry a copy (include/ and share/cmake/) in .carry/nlohmann.
+if [ -d "$(dirname "$0")/../.carry/nlohmann" ]; then
+  export CMAKE_PREFIX_PATH="$(cd "$(dirname "$0")/../.carry/nlohmann" && pwd)${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+fi
 cd "$(dirname "$0")/.."
 root=$PWD
 work=$root/build-gpu

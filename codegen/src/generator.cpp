@@ -2,6 +2,7 @@
 // and writes them only where their content changed. The values handed to the templates are all
 // spelled here (literals, names, C types); the templates own every line of generated code.
 #include "taot/codegen/generator.h"
+#include "taot/codegen/tuning.h"
 
 #include <fmt/format.h>
 #include <mstch/mstch.hpp>
@@ -110,6 +111,36 @@ std::string doc_value(const ConfigValue& value) {
   return std::string(dtype_name(std::get<DType>(value)));
 }
 
+std::string rule_op(RuleOp op) {
+  switch (op) {
+#define TAOT_RULE_OP_CASE(name, text, operands) \
+  case RuleOp::name: return #name;
+    TAOT_RULE_OPS(TAOT_RULE_OP_CASE)
+#undef TAOT_RULE_OP_CASE
+  }
+  return "lit";
+}
+
+// A rule program as the template writes it: {"code": [{op, operand, integer, real}], ...}.
+mstch::map rule_context(const Rule& rule, const std::string& array_name) {
+  std::vector<mstch::map> code;
+  for (const RuleInstr& instr : rule.program) {
+    code.push_back(mstch::map{
+        {"op", rule_op(instr.op)},
+        {"operand", number(instr.operand)},
+        {"integer", detail::int64_literal(instr.integer)},
+        {"real", detail::double_literal(instr.real)},
+    });
+  }
+  return mstch::map{
+      {"array", array_name},
+      {"code", as_list(std::move(code))},
+      {"length", number(rule.program.size())},
+      {"text_literal", c_string_literal(rule.expression)},
+      {"text", comment_text(rule.expression)},
+  };
+}
+
 std::string grid_op(GridOp op) {
   switch (op) {
     case GridOp::literal: return "literal";
@@ -143,10 +174,21 @@ struct Cubin {
 
 class Renderer {
  public:
-  Renderer(const Manifest& manifest, bool python) : manifest_(manifest), python_(python) {}
+  Renderer(const Manifest& manifest, bool python,
+           const std::map<std::string, std::vector<std::filesystem::path>>& tuning_files)
+      : manifest_(manifest), python_(python), tuning_files_(tuning_files) {}
 
   Expected<std::vector<GeneratedFile>> render() {
     if (auto status = collect_cubins(); !status.ok()) return std::move(status).take_status();
+    for (const Kernel& kernel : manifest_.kernels) {
+      std::vector<std::filesystem::path> files = kernel.tuning;
+      if (const auto extra = tuning_files_.find(kernel.name); extra != tuning_files_.end())
+        files.insert(files.end(), extra->second.begin(), extra->second.end());
+      if (files.empty()) continue;
+      Expected<std::vector<BakedTable>> baked = bake_tuning(kernel, files);
+      if (!baked.ok()) return std::move(baked).take_status();
+      baked_[kernel.name] = std::move(baked).value();
+    }
     mstch::map context = {
         {"manifest_path", comment_text(manifest_.path.generic_string())},
         {"library", manifest_.library},
@@ -317,9 +359,70 @@ class Renderer {
       return variant.images.size() != kernel.targets.size();
     });
 
+    std::vector<mstch::map> heuristics, requirements, rule_programs;
+    for (std::size_t h = 0; h < kernel.heuristics.size(); ++h) {
+      mstch::map program = rule_context(kernel.heuristics[h].rule, fmt::format("heuristic_{}_code", h));
+      rule_programs.push_back(program);
+      program["field"] = number(kernel.heuristics[h].field_index);
+      program["field_name"] = comment_text(kernel.heuristics[h].field);
+      heuristics.push_back(std::move(program));
+    }
+    for (std::size_t r = 0; r < kernel.requirements.size(); ++r) {
+      mstch::map program = rule_context(kernel.requirements[r], fmt::format("requirement_{}_code", r));
+      rule_programs.push_back(program);
+      requirements.push_back(std::move(program));
+    }
+    std::vector<std::string> tuning_key;
+    for (const std::string& name : kernel.tuning_key) {
+      for (std::size_t c = 0; c < call_args.size(); ++c)
+        if (kernel.args[call_args[c]].name == name) tuning_key.push_back(number(c));
+    }
+    const bool has_heuristics = !heuristics.empty(), has_requirements = !requirements.empty();
+    const bool has_tuning_key = !tuning_key.empty();
+    std::vector<mstch::map> tuned;
+    if (const auto found = baked_.find(kernel.name); found != baked_.end()) {
+      for (std::size_t t = 0; t < found->second.size(); ++t) {
+        const BakedTable& table = found->second[t];
+        std::vector<std::string> keys, configs;
+        for (const auto& key : table.keys)
+          for (std::int64_t value : key) keys.push_back(detail::int64_literal(value));
+        for (const auto& config : table.configs)
+          for (std::uint16_t value : config) configs.push_back(number(value));
+        tuned.push_back(mstch::map{
+            {"index", number(t)},
+            {"device_literal", c_string_literal(table.device)},
+            {"source_literal", c_string_literal(source_text(table.source))},
+            {"device", comment_text(table.device.empty() ? "any device" : table.device)},
+            {"match", std::string(table.match == table::TuningMatch::floor ? "floor" : "nearest")},
+            {"entry_count", number(table.keys.size())},
+            {"keys", value_list(keys)},
+            {"configs", value_list(configs)},
+        });
+      }
+    }
+    const bool has_tuned = !tuned.empty();
+    const std::size_t tuned_count = tuned.size();
+
     return mstch::map{
         {"name", kernel.name},
         {"rule", rule(kernel.name)},
+        {"rule_programs", as_list(std::move(rule_programs))},
+        {"has_heuristics", has_heuristics},
+        {"heuristics", as_list(std::move(heuristics))},
+        {"heuristics_ref", std::string(has_heuristics ? "heuristics" : "nullptr")},
+        {"heuristic_count", number(kernel.heuristics.size())},
+        {"has_requirements", has_requirements},
+        {"requirements", as_list(std::move(requirements))},
+        {"requirements_ref", std::string(has_requirements ? "requirements" : "nullptr")},
+        {"requirement_count", number(kernel.requirements.size())},
+        {"has_tuning_key", has_tuning_key},
+        {"tuning_key", value_list(tuning_key)},
+        {"tuning_key_ref", std::string(has_tuning_key ? "tuning_key" : "nullptr")},
+        {"tuning_key_count", number(tuning_key.size())},
+        {"has_tuned", has_tuned},
+        {"tuned", as_list(std::move(tuned))},
+        {"tuned_ref", std::string(has_tuned ? "tuned" : "nullptr")},
+        {"tuned_count", number(tuned_count)},
         {"name_literal", c_string_literal(kernel.name)},
         {"function", comment_text(kernel.function)},
         {"source", comment_text(kernel.source)},
@@ -447,17 +550,28 @@ class Renderer {
     };
   }
 
+  // A tuned table's file as messages name it: relative to the manifest's folder where it can be
+  // (so that generated code does not depend on where it was built), else its file name.
+  std::string source_text(const std::string& source) const {
+    const std::filesystem::path path(source);
+    const std::filesystem::path relative = path.lexically_relative(manifest_.directory);
+    return relative.empty() ? path.filename().generic_string() : relative.generic_string();
+  }
+
   const Manifest& manifest_;
   const bool python_;
+  const std::map<std::string, std::vector<std::filesystem::path>>& tuning_files_;
+  std::map<std::string, std::vector<BakedTable>> baked_;  // kernel name -> its tables
   std::vector<Cubin> cubins_;
   std::map<std::string, std::size_t> cubin_index_;  // sha256 -> index into cubins_
 };
 
 }  // namespace
 
-Expected<std::vector<GeneratedFile>> render_library(const Manifest& manifest, bool python) {
+Expected<std::vector<GeneratedFile>> render_library(
+    const Manifest& manifest, bool python, const std::map<std::string, std::vector<std::filesystem::path>>& tuning_files) {
   try {
-    return Renderer(manifest, python).render();
+    return Renderer(manifest, python, tuning_files).render();
   } catch (const std::exception& error) {  // allocation failure or a bug; never leaves the library
     return input_error(fmt::format("internal error generating {}: {}", manifest.library, error.what()));
   }
@@ -472,7 +586,7 @@ std::vector<std::filesystem::path> GenerateResult::changed() const {
 }
 
 Expected<GenerateResult> generate(const Manifest& manifest, const GenerateOptions& options) {
-  Expected<std::vector<GeneratedFile>> files = render_library(manifest, options.python);
+  Expected<std::vector<GeneratedFile>> files = render_library(manifest, options.python, options.tuning_files);
   if (!files.ok()) return std::move(files).take_status();
   std::error_code error;
   std::filesystem::create_directories(options.output_dir, error);

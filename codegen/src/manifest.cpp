@@ -206,8 +206,17 @@ class ManifestParser {
     read_config_fields(kernel, reader_.get_array(object, "config", path), child(path, "config"));
     if (object != nullptr && object->contains("tuning_key"))
       read_tuning_key(kernel, reader_.get_array(object, "tuning_key", path), child(path, "tuning_key"));
+    if (object != nullptr && object->contains("tuning")) {
+      const json* files = reader_.get_array(object, "tuning", path, 0, kMaxU16);
+      for (std::size_t i = 0; files != nullptr && i < files->size() && !reader_.failed(); ++i) {
+        const std::string file = reader_.string_value(&(*files)[i], child(child(path, "tuning"), i));
+        if (!reader_.failed()) kernel.tuning.push_back(manifest_.directory / file);
+      }
+    }
     if (object != nullptr && object->contains("heuristics"))
-      read_heuristics(kernel, reader_.get_array(object, "heuristics", path), child(path, "heuristics"));
+      read_heuristics(kernel, reader_.get_array(object, "heuristics", path, 0, kMaxU16), child(path, "heuristics"));
+    if (object != nullptr && object->contains("requires"))
+      read_requirements(kernel, reader_.get_array(object, "requires", path, 0, kMaxU16), child(path, "requires"));
     const json* variants = reader_.get_array(object, "variants", path, 1, kMaxU32);
     std::set<std::string> ids;
     for (std::size_t i = 0; variants != nullptr && i < variants->size() && !reader_.failed(); ++i) {
@@ -254,7 +263,13 @@ class ManifestParser {
     for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
       const std::string name = reader_.string_value(&(*list)[i], child(path, i));
       if (reader_.failed()) return;
-      if (!call_argument_index(kernel, call_args, name, child(path, i))) return;
+      const auto index = call_argument_index(kernel, call_args, name, child(path, i));
+      if (!index) return;
+      if (kernel.args[call_args[*index]].kind != ArgKind::int_scalar) {
+        reader_.fail(child(path, i), fmt::format("\"{}\" is an argument of kind {}; a tuning key is made of int arguments", name,
+                                                 detail::arg_kind_rules(kernel.args[call_args[*index]].kind).manifest_name));
+        return;
+      }
       if (std::find(kernel.tuning_key.begin(), kernel.tuning_key.end(), name) != kernel.tuning_key.end()) {
         reader_.fail(child(path, i), fmt::format("\"{}\" is listed twice", name));
         return;
@@ -263,28 +278,190 @@ class ManifestParser {
     }
   }
 
-  // "heuristics": [{field, expression}], each field a config field; the expressions are kept as text.
+  // "heuristics": [{field, expression, program}], each field an int, bool or float config field.
   void read_heuristics(Kernel& kernel, const json* list, const std::string& path) {
     for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
       const std::string rule_path = child(path, i);
       const json* object = reader_.object_value(&(*list)[i], rule_path);
-      Heuristic rule;
-      rule.field = reader_.get_string(object, "field", rule_path);
-      rule.expression = reader_.get_string(object, "expression", rule_path);
+      Heuristic heuristic;
+      heuristic.field = reader_.get_string(object, "field", rule_path);
       if (reader_.failed()) return;
-      const bool known = std::any_of(kernel.config.begin(), kernel.config.end(),
-                                     [&](const ConfigField& field) { return field.name == rule.field; });
-      if (!known) {
-        reader_.fail(child(rule_path, "field"), fmt::format("\"{}\" is not a config field of kernel {}", rule.field,
-                                                            kernel.name));
+      const auto field = std::find_if(kernel.config.begin(), kernel.config.end(),
+                                      [&](const ConfigField& candidate) { return candidate.name == heuristic.field; });
+      if (field == kernel.config.end()) {
+        reader_.fail(child(rule_path, "field"), fmt::format("\"{}\" is not a config field of kernel {}",
+                                                            heuristic.field, kernel.name));
         return;
       }
-      if (rule.expression.empty()) {
-        reader_.fail(child(rule_path, "expression"), "expected an expression, got \"\"");
+      if (!rule_readable(*field)) {
+        reader_.fail(child(rule_path, "field"), fmt::format("\"{}\" holds {} values; heuristics compute int, bool "
+                                                            "or float fields",
+                                                            heuristic.field, field_kind_text(field->kind)));
         return;
       }
-      kernel.heuristics.push_back(std::move(rule));
+      heuristic.field_index = static_cast<std::size_t>(field - kernel.config.begin());
+      heuristic.rule = read_rule(kernel, *object, rule_path);
+      kernel.heuristics.push_back(std::move(heuristic));
     }
+  }
+
+  // "requires": [{expression, program}].
+  void read_requirements(Kernel& kernel, const json* list, const std::string& path) {
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      const std::string rule_path = child(path, i);
+      const json* object = reader_.object_value(&(*list)[i], rule_path);
+      if (reader_.failed()) return;
+      kernel.requirements.push_back(read_rule(kernel, *object, rule_path));
+    }
+  }
+
+  static bool rule_readable(const ConfigField& field) {
+    return field.kind == FieldKind::int_value || field.kind == FieldKind::bool_value ||
+           field.kind == FieldKind::float_value;
+  }
+
+  static std::string field_kind_text(FieldKind kind) {
+    switch (kind) {
+      case FieldKind::int_value: return "int";
+      case FieldKind::float_value: return "float";
+      case FieldKind::bool_value: return "bool";
+      case FieldKind::dtype_value: return "dtype";
+      case FieldKind::string_value: return "string";
+    }
+    return "unknown";
+  }
+
+  // {"expression": text, "program": [...]}: the program checked so that every path leaves one
+  // value (jumps go forward, to an instruction or the end).
+  Rule read_rule(const Kernel& kernel, const json& object, const std::string& path) {
+    struct OpInfo {
+      RuleOp op;
+      int operands;
+    };
+    static const std::unordered_map<std::string, OpInfo> kOps = {
+#define TAOT_RULE_OP_ENTRY(op, name, operands) {name, {RuleOp::op, operands}},
+        TAOT_RULE_OPS(TAOT_RULE_OP_ENTRY)
+#undef TAOT_RULE_OP_ENTRY
+    };
+    Rule rule;
+    rule.expression = reader_.get_string(&object, "expression", path);
+    if (reader_.failed()) return rule;
+    if (rule.expression.empty()) {
+      reader_.fail(child(path, "expression"), "expected an expression, got \"\"");
+      return rule;
+    }
+    const std::string program_path = child(path, "program");
+    const json* list = reader_.get_array(&object, "program", path, 1, kMaxU16);
+    const std::vector<std::size_t> call_args = kernel.call_arguments();
+    // The stack depth on entry to each instruction (and the end), -1 while unknown.
+    std::vector<long> depth_at(list != nullptr ? list->size() + 1 : 1, -1);
+    depth_at[0] = 0;
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      const std::string instr_path = child(program_path, i);
+      const json* instr_object = reader_.object_value(&(*list)[i], instr_path);
+      const std::string op = reader_.get_string(instr_object, "op", instr_path);
+      if (reader_.failed()) break;
+      const auto found = kOps.find(op);
+      if (found == kOps.end()) {
+        std::string known;
+        for (const auto& [name, info] : kOps) known += (known.empty() ? "" : ", ") + name;
+        reader_.fail(child(instr_path, "op"), fmt::format("unknown rule op \"{}\" (expected one of {})", op, known));
+        break;
+      }
+      RuleInstr instr;
+      instr.op = found->second.op;
+      const long depth = depth_at[i];
+      if (depth < 0) {
+        reader_.fail(instr_path, "no path of the program reaches this instruction");
+        break;
+      }
+      if (depth < found->second.operands) {
+        reader_.fail(instr_path, fmt::format("{} needs {} operand(s), the program has {} at that point", op,
+                                             found->second.operands, depth));
+        break;
+      }
+      switch (instr.op) {
+        case RuleOp::lit:
+          instr.integer = reader_.integer_value(reader_.member(instr_object, "value", instr_path), child(instr_path, "value"));
+          break;
+        case RuleOp::flit: {
+          const json* value = reader_.member(instr_object, "value", instr_path);
+          if (value != nullptr && value->is_number()) instr.real = value->get<double>();
+          else if (value != nullptr) reader_.fail(child(instr_path, "value"), "expected a number");
+          break;
+        }
+        case RuleOp::arg:
+        case RuleOp::isnone: instr.operand = rule_argument(kernel, call_args, *instr_object, instr, instr_path); break;
+        case RuleOp::field: instr.operand = rule_field(kernel, *instr_object, instr_path); break;
+        default: break;
+      }
+      if (reader_.failed()) break;
+      long after = depth - found->second.operands;
+      const bool jumps = instr.op == RuleOp::jz || instr.op == RuleOp::jnz || instr.op == RuleOp::jmp;
+      if (!jumps) ++after;
+      if (jumps) {
+        const std::int64_t to = reader_.integer_value(reader_.member(instr_object, "to", instr_path), child(instr_path, "to"));
+        if (reader_.failed()) break;
+        if (to <= static_cast<std::int64_t>(i) || to > static_cast<std::int64_t>(list->size())) {
+          reader_.fail(child(instr_path, "to"), fmt::format("{} is not a later instruction of the program (it has {})",
+                                                            to, list->size()));
+          break;
+        }
+        instr.operand = static_cast<std::size_t>(to);
+        if (!merge_depth(depth_at, instr.operand, after, instr_path)) break;
+      }
+      if (instr.op != RuleOp::jmp && !merge_depth(depth_at, i + 1, after, instr_path)) break;
+      rule.program.push_back(instr);
+    }
+    if (!reader_.failed() && depth_at.back() != 1) {
+      reader_.fail(program_path, fmt::format("the program leaves {} values; a rule program must leave exactly one",
+                                             depth_at.back()));
+    }
+    return rule;
+  }
+
+  // Records that instruction `target` is entered with `depth` values; false (and fails) when
+  // another path enters it with a different depth.
+  bool merge_depth(std::vector<long>& depth_at, std::size_t target, long depth, const std::string& path) {
+    if (depth_at[target] >= 0 && depth_at[target] != depth) {
+      reader_.fail(path, fmt::format("paths reach instruction {} with {} and {} values", target, depth_at[target], depth));
+      return false;
+    }
+    depth_at[target] = depth;
+    return true;
+  }
+
+  // The call-argument index named by an arg (a scalar) or isnone (a pointer) instruction.
+  std::size_t rule_argument(const Kernel& kernel, const std::vector<std::size_t>& call_args, const json& object,
+                            const RuleInstr& instr, const std::string& path) {
+    const std::string name = reader_.get_string(&object, "name", path);
+    if (reader_.failed()) return 0;
+    const auto index = call_argument_index(kernel, call_args, name, child(path, "name"));
+    if (!index) return 0;
+    const ArgKind kind = kernel.args[call_args[*index]].kind;
+    const bool scalar = kind == ArgKind::int_scalar || kind == ArgKind::float_scalar || kind == ArgKind::bool_scalar;
+    if (instr.op == RuleOp::arg && !scalar)
+      reader_.fail(child(path, "name"), fmt::format("\"{}\" is an argument of kind {}; arg reads int, float or bool arguments",
+                                                    name, detail::arg_kind_rules(kind).manifest_name));
+    if (instr.op == RuleOp::isnone && kind != ArgKind::pointer)
+      reader_.fail(child(path, "name"), fmt::format("\"{}\" is an argument of kind {}; isnone tests pointer arguments", name,
+                                                    detail::arg_kind_rules(kind).manifest_name));
+    return *index;
+  }
+
+  // The config-field index named by a field instruction (an int, bool or float field).
+  std::size_t rule_field(const Kernel& kernel, const json& object, const std::string& path) {
+    const std::string name = reader_.get_string(&object, "name", path);
+    if (reader_.failed()) return 0;
+    for (std::size_t f = 0; f < kernel.config.size(); ++f) {
+      if (kernel.config[f].name != name) continue;
+      if (!rule_readable(kernel.config[f]))
+        reader_.fail(child(path, "name"), fmt::format("\"{}\" holds {} values; rules read int, bool or float fields",
+                                                      name, field_kind_text(kernel.config[f].kind)));
+      return f;
+    }
+    reader_.fail(child(path, "name"), fmt::format("\"{}\" is not a config field of kernel {}", name, kernel.name));
+    return 0;
   }
 
   void read_args(Kernel& kernel, const json* args, const std::string& path) {

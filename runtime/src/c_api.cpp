@@ -64,6 +64,39 @@ const char* taot_status_name(taot_status status) {
   return "TAOT_UNKNOWN_STATUS";
 }
 
+taot_status taot_kernel_choose(taot_kernel* handle, const taot_arg* args, size_t arg_count,
+                               const taot_config_value* config, size_t config_count, size_t* variant_index,
+                               taot_step* step) {
+  return guarded([&]() -> taot::Status {
+    if (handle == nullptr) return null_kernel();
+    taot::Kernel& kernel = *taot::Kernel::from_handle(handle);
+    taot::Selection selection = taot::Selection::automatic();
+    std::vector<taot::FieldRequest> fields;
+    if (config_count != 0) {
+      Expected<std::vector<taot::FieldRequest>> requested = config_requests(kernel.table(), config, config_count);
+      if (!requested.ok()) return std::move(requested).take_status();
+      fields = std::move(requested).value();
+      selection = taot::Selection::config(fields.data());
+    }
+    Expected<taot::Choice> choice = kernel.choose(args, arg_count, selection);
+    if (!choice.ok()) return std::move(choice).take_status();
+    if (variant_index != nullptr) *variant_index = choice->variant;
+    if (step != nullptr) *step = static_cast<taot_step>(choice->step);
+    return taot::Status();
+  });
+}
+
+const char* taot_step_name(taot_step step) {
+  switch (step) {
+    case TAOT_STEP_VARIANT:
+    case TAOT_STEP_CONFIG:
+    case TAOT_STEP_TABLE:
+    case TAOT_STEP_HEURISTICS:
+    case TAOT_STEP_DEFAULT: return taot::step_name(static_cast<taot::Step>(step));
+  }
+  return "unknown";
+}
+
 taot_status taot_launch(taot_kernel* handle, CUstream stream, const taot_arg* args, size_t arg_count,
                         const taot_config_value* config, size_t config_count) {
   taot_launch_options options = TAOT_LAUNCH_OPTIONS_INIT;

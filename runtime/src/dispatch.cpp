@@ -28,9 +28,6 @@ int default_matches(const table::KernelTable& table, const table::Variant& varia
   return matches;
 }
 
-void set_bit(std::uint64_t* mask, std::size_t bit) { mask[bit / 64] |= std::uint64_t{1} << (bit % 64); }
-bool test_bit(const std::uint64_t* mask, std::size_t bit) { return (mask[bit / 64] >> (bit % 64)) & 1U; }
-
 bool any_bit(const std::vector<std::uint64_t>& mask) {
   return std::any_of(mask.begin(), mask.end(), [](std::uint64_t word) { return word != 0; });
 }
@@ -83,7 +80,10 @@ std::string hex(std::uint64_t value) {
 DispatchIndex::DispatchIndex(const table::KernelTable& table)
     : table_(&table),
       qualified_name_(std::string(table.library) + "::" + table.name),
-      words_((table.variant_count + 63) / 64) {}
+      words_((table.variant_count + 63) / 64),
+      has_rules_(table.heuristic_count > 0 || table.requirement_count > 0 || table.tuning_key_count > 0) {
+  for (std::size_t f = 0; f < table.field_count; ++f) default_config_.push_back(table.fields[f].default_index);
+}
 
 Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
   DispatchIndex index(table);
@@ -216,7 +216,7 @@ Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t ar
     return variant;
   }
 
-  if (memo_ && selection.fields() == nullptr) {
+  if (memo_ && !has_rules_ && selection.fields() == nullptr) {
     std::size_t key = 0;
     if (memo_key(args, device, &key)) {
       const std::int32_t known = memo_[key].load(std::memory_order_relaxed);

@@ -18,6 +18,9 @@
 
 namespace taot::detail {
 
+inline void set_bit(std::uint64_t* mask, std::size_t bit) noexcept { mask[bit / 64] |= std::uint64_t{1} << (bit % 64); }
+inline bool test_bit(const std::uint64_t* mask, std::size_t bit) noexcept { return (mask[bit / 64] >> (bit % 64)) & 1U; }
+
 // Built once per kernel from its table; immutable afterwards, so any thread may read it.
 // Bits are in preference order: bit 0 is the variant preferred over all others (most config
 // fields equal to the default, then most specialized, then manifest order), so the first set
@@ -35,6 +38,17 @@ class DispatchIndex {
   // exact variant selection ignores the device.
   Expected<std::size_t> select(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                                const DeviceFacts* device = nullptr) const;
+
+  // The variant to launch and the step that chose it (docs/runtime.md, "How a launch picks its
+  // config"). For a kernel with rules (has_rules()) this walks the steps: the caller's config, the
+  // tuned table `tuned` (this device's, or null), the heuristics, the default, each keeping to the
+  // requirements; `num_sms` is what rules read as num_sms. Without rules it is select().
+  Expected<Choice> choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                          const DeviceFacts* device, const table::TunedTable* tuned, std::int64_t num_sms) const;
+
+  // Whether the kernel has heuristics, requirements or a tuning key, so that its choice depends
+  // on argument values (and is never memoized by facts alone).
+  bool has_rules() const noexcept { return has_rules_; }
 
   // The variant an automatic selection already chose for arguments with the same facts (on a
   // device of the same arch, for a device-aware index), or -1 (not chosen yet, not an automatic
@@ -79,9 +93,13 @@ class DispatchIndex {
   Status explain_variant_rejects(std::size_t variant, const taot_arg* args) const;
   std::string compiled_choices(std::size_t arg_index, const std::vector<std::uint64_t>& among) const;
 
+  friend class RuleSteps;  // choose() for kernels with rules (choose.cpp)
+
   const table::KernelTable* table_;
   std::string qualified_name_;
   std::size_t words_;
+  bool has_rules_ = false;
+  std::vector<std::uint16_t> default_config_;  // the default value index of each config field
   std::vector<std::uint32_t> order_;     // bit -> variant index
   std::vector<std::uint32_t> position_;  // variant index -> bit
   std::vector<std::size_t> arg_fact_offset_;
@@ -123,7 +141,7 @@ inline std::size_t DispatchIndex::arch_class(int arch) const noexcept {
 
 inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                                             const DeviceFacts* device) const noexcept {
-  if (!memo_ || selection.fields() != nullptr || selection.is_variant() || arg_count != table_->arg_count) return -1;
+  if (!memo_ || has_rules_ || selection.fields() != nullptr || selection.is_variant() || arg_count != table_->arg_count) return -1;
   std::size_t key = 0;
   if (!memo_key(args, device, &key)) return -1;
   return memo_[key].load(std::memory_order_relaxed);

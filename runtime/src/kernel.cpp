@@ -11,6 +11,7 @@
 #include "arg_kinds.h"
 #include "dispatch.h"
 #include "grid.h"
+#include "kernel_state.h"
 #include "module_cache.h"
 #include "scratch.h"
 #include "tensordesc.h"
@@ -19,37 +20,6 @@
 
 namespace taot {
 namespace detail {
-
-// A variant's function in one context. Nodes form a per-variant list that launches read without a
-// lock, newest first; they are added under the module cache's lock and removed only by unload().
-// Launches find a node by context handle; a context re-created at the same address gets a new node
-// (found first) once a launch with the old one fails.
-struct LoadedFunction {
-  CUcontext context;
-  std::uint64_t context_id;
-  CUfunction function;
-  const table::Image* image;
-  LoadedFunction* next;
-};
-
-struct KernelState {
-  KernelState(DispatchIndex dispatch_index, const table::KernelTable& table)
-      : index(std::move(dispatch_index)),
-        functions(new std::atomic<LoadedFunction*>[table.variant_count]),
-        expanded_ordinal(table.arg_count, 0) {
-    for (std::size_t v = 0; v < table.variant_count; ++v) functions[v].store(nullptr, std::memory_order_relaxed);
-    for (std::size_t a = 0; a < table.arg_count; ++a)
-      if (!packs_in_place(table.args[a])) expanded_ordinal[a] = expanded_count++;
-    uses_num_sms = grid_uses_num_sms(table);
-  }
-  DispatchIndex index;
-  std::unique_ptr<std::atomic<LoadedFunction*>[]> functions;  // per variant
-  // Per call argument that does not pack in place (descriptors), its number among them: the index
-  // of its entry in an image's tensordesc_meta; 0 for the others.
-  std::vector<std::uint16_t> expanded_ordinal;
-  std::uint16_t expanded_count = 0;  // 0: every argument packs in place (the common, fast case)
-  bool uses_num_sms = false;         // some grid program reads the device's multiprocessor count
-};
 
 namespace {
 
@@ -248,6 +218,10 @@ Expected<detail::KernelState*> Kernel::state() {
   Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(*table_);
   if (!index.ok()) return std::move(index).take_status();
   auto* built = new detail::KernelState(std::move(index).value(), *table_);
+  if (Status status = detail::load_tuning_directory(built->tuning, *table_); !status.ok()) {
+    delete built;
+    return std::move(status).with_context(std::string(table_->library) + "::" + table_->name);
+  }
   detail::KernelState* expected = nullptr;
   if (!state_.compare_exchange_strong(expected, built, std::memory_order_acq_rel)) {
     delete built;
@@ -257,12 +231,18 @@ Expected<detail::KernelState*> Kernel::state() {
 }
 
 Expected<std::size_t> Kernel::select(const taot_arg* args, std::size_t arg_count, const Selection& selection) {
+  Expected<Choice> choice = choose(args, arg_count, selection);
+  if (!choice.ok()) return std::move(choice).take_status();
+  return choice->variant;
+}
+
+Expected<Choice> Kernel::choose(const taot_arg* args, std::size_t arg_count, const Selection& selection) {
   if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
   Expected<detail::KernelState*> state = this->state();
   if (!state.ok()) return std::move(state).take_status();
   const detail::DispatchIndex& index = (*state)->index;
   const detail::DeviceFacts* device = nullptr;
-  if (index.device_aware()) {  // the current context's device, when there is one
+  if (index.device_aware() || (*state)->choice_needs_device(*table_)) {  // the current context's device, if any
     Expected<const driver::Api*> api = driver::get();
     CUcontext current = nullptr;
     if (api.ok() && (*api)->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr) {
@@ -271,7 +251,9 @@ Expected<std::size_t> Kernel::select(const taot_arg* args, std::size_t arg_count
       device = *facts;
     }
   }
-  return index.select(args, arg_count, selection, device);
+  const table::TunedTable* tuned =
+      index.has_rules() ? (*state)->tuning.current().for_device(device != nullptr ? device->name : "") : nullptr;
+  return index.choose(args, arg_count, selection, device, tuned, device != nullptr ? device->multiprocessors : 0);
 }
 
 Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection) {
@@ -294,7 +276,8 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
   // The device, for kernels whose selection or grid depends on it (off the common path).
   const driver::Api* api = driver::loaded();
   const detail::DeviceFacts* device = nullptr;
-  if (index.device_aware() || (given_grid == nullptr && (*state)->uses_num_sms)) {
+  if (index.device_aware() || (given_grid == nullptr && (*state)->uses_num_sms) ||
+      (*state)->choice_needs_device(*table_)) {
     if (api == nullptr) {
       Expected<const driver::Api*> loaded_api = driver::get();
       if (!loaded_api.ok()) return std::move(loaded_api).take_status();
@@ -307,12 +290,21 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
     device = *facts;
   }
 
-  const std::int64_t memoized = index.memoized(args, arg_count, selection, device);
-  std::size_t selected = static_cast<std::size_t>(memoized);
-  if (memoized < 0) {
-    Expected<std::size_t> chosen = index.select(args, arg_count, selection, device);
+  std::size_t selected = 0;
+  if (index.has_rules()) {
+    const table::TunedTable* tuned = (*state)->tuning.current().for_device(device != nullptr ? device->name : "");
+    Expected<Choice> chosen =
+        index.choose(args, arg_count, selection, device, tuned, device != nullptr ? device->multiprocessors : 0);
     if (!chosen.ok()) return std::move(chosen).take_status();
-    selected = *chosen;
+    selected = chosen->variant;
+  } else {
+    const std::int64_t memoized = index.memoized(args, arg_count, selection, device);
+    selected = static_cast<std::size_t>(memoized);
+    if (memoized < 0) {
+      Expected<std::size_t> chosen = index.select(args, arg_count, selection, device);
+      if (!chosen.ok()) return std::move(chosen).take_status();
+      selected = *chosen;
+    }
   }
   const table::Variant& variant = table_->variants[selected];
 

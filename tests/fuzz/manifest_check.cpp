@@ -47,10 +47,33 @@ std::optional<std::string> broken_promise(const Manifest& manifest) {
       if (std::find(manifest.targets.begin(), manifest.targets.end(), target) == manifest.targets.end())
         return where + ": target \"" + target + "\" is not among the library's";
     }
-    for (const Heuristic& rule : kernel.heuristics) {
-      if (std::none_of(kernel.config.begin(), kernel.config.end(),
-                       [&](const ConfigField& field) { return field.name == rule.field; }))
-        return where + ": a heuristic for \"" + rule.field + "\", which is no config field";
+    // Rule programs: operands in range, jumps forward to an instruction or the end.
+    const auto broken_rule = [&](const Rule& rule) -> std::optional<std::string> {
+      if (rule.program.empty()) return where + ": an empty rule program";
+      for (std::size_t i = 0; i < rule.program.size(); ++i) {
+        const RuleInstr& instr = rule.program[i];
+        const bool jumps = instr.op == RuleOp::jz || instr.op == RuleOp::jnz || instr.op == RuleOp::jmp;
+        if (jumps && (instr.operand <= i || instr.operand > rule.program.size()))
+          return where + ": rule \"" + rule.expression + "\" jumps to " + std::to_string(instr.operand);
+        if ((instr.op == RuleOp::arg || instr.op == RuleOp::isnone) && instr.operand >= call_args.size())
+          return where + ": rule \"" + rule.expression + "\" reads a call argument out of range";
+        if (instr.op == RuleOp::field && instr.operand >= kernel.config.size())
+          return where + ": rule \"" + rule.expression + "\" reads a config field out of range";
+      }
+      return std::nullopt;
+    };
+    for (const Heuristic& heuristic : kernel.heuristics) {
+      if (heuristic.field_index >= kernel.config.size() || kernel.config[heuristic.field_index].name != heuristic.field)
+        return where + ": a heuristic for \"" + heuristic.field + "\", which is no config field";
+      if (auto broken = broken_rule(heuristic.rule)) return broken;
+    }
+    for (const Rule& rule : kernel.requirements)
+      if (auto broken = broken_rule(rule)) return broken;
+    for (const std::string& name : kernel.tuning_key) {
+      const bool int_argument = std::any_of(call_args.begin(), call_args.end(), [&](std::size_t a) {
+        return kernel.args[a].name == name && kernel.args[a].kind == ArgKind::int_scalar;
+      });
+      if (!int_argument) return where + ": tuning key \"" + name + "\" is no int call argument";
     }
     for (const ConfigField& field : kernel.config) {
       if (field.default_index >= field.values.size())

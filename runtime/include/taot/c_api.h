@@ -79,6 +79,16 @@ typedef struct taot_config_value {
   const char* text;
 } taot_config_value;
 
+/* How a launch's config was chosen: the variant named by the caller, the config asked for, the
+ * tuned table for the device, the kernel's heuristics, or the default config. */
+typedef enum taot_step {
+  TAOT_STEP_VARIANT = 0,
+  TAOT_STEP_CONFIG = 1,
+  TAOT_STEP_TABLE = 2,
+  TAOT_STEP_HEURISTICS = 3,
+  TAOT_STEP_DEFAULT = 4
+} taot_step;
+
 /* A kernel of a generated library. Owned by the library; valid for the life of the process. */
 typedef struct taot_kernel taot_kernel;
 
@@ -122,6 +132,21 @@ typedef struct taot_launch_options {
  * and a config fails. */
 taot_status taot_launch_ex(taot_kernel* kernel, CUstream stream, const taot_arg* args, size_t arg_count,
                            const taot_launch_options* options);
+
+/* Which variant a launch with these arguments and config (as for taot_launch) would use, and the
+ * step that chose it, without launching. Either output may be null. */
+taot_status taot_kernel_choose(taot_kernel* kernel, const taot_arg* args, size_t arg_count,
+                               const taot_config_value* config, size_t config_count, size_t* variant_index,
+                               taot_step* step);
+/* "variant", "config", "table", "heuristics", "default"; "unknown" for anything else. */
+const char* taot_step_name(taot_step step);
+
+/* Tuned tables loaded at run time (docs/tuning.md): reads the file at `path` (taot's format or
+ * vLLM's) and puts it in place of the kernel's table for the same device; `device` (may be null)
+ * overrides the device the file names. Safe while other threads launch. */
+taot_status taot_kernel_load_tuning(taot_kernel* kernel, const char* path, const char* device);
+/* Drops every loaded table: the tables baked into the library apply again. */
+taot_status taot_kernel_reset_tuning(taot_kernel* kernel);
 
 /* Load every variant's module in the current context / unload them. */
 taot_status taot_kernel_preload(taot_kernel* kernel);

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "taot/c_api.h"
+#include "taot/rule_ops.h"
 
 namespace taot::table {
 
@@ -159,6 +160,57 @@ struct Variant {
   std::uint16_t image_count;
 };
 
+// Launch-time rules (docs/manifest.md, "Rule programs"): postfix programs over ints (int64) and
+// floats (double); bools are the ints 0 and 1.
+enum class RuleOp : std::uint8_t {
+#define TAOT_RULE_OP_ENUMERATOR(op, name, operands) op,
+  TAOT_RULE_OPS(TAOT_RULE_OP_ENUMERATOR)
+#undef TAOT_RULE_OP_ENUMERATOR
+};
+
+// One instruction. `operand`: for arg and isnone the call argument's index, for field the config
+// field's index, for jz, jnz and jmp the instruction to continue at (up to the program's length).
+// `integer`: lit's value; `real`: flit's value.
+struct RuleInstr {
+  RuleOp op;
+  std::uint16_t operand;
+  std::int64_t integer;
+  double real;
+};
+
+// A rule as written ("n_cols <= BLOCK_SIZE") and compiled; the program leaves one value.
+struct RuleProgram {
+  const char* text;
+  const RuleInstr* code;
+  std::uint16_t length;
+};
+
+// A heuristic: config field `field` takes the value of `rule`, computed at launch.
+struct Heuristic {
+  std::uint16_t field;
+  RuleProgram rule;
+};
+
+// How a tuned table maps a key it has no entry for: to the nearest entry (vLLM: smallest
+// absolute difference, the smaller key on a tie), or to the largest entry not above it
+// (aotriton's binning; keys below the first entry take the first).
+enum class TuningMatch : std::uint8_t { nearest, floor };
+
+// A config field a tuned entry leaves to the later steps (heuristics, then the default).
+inline constexpr std::uint16_t kUnsetValue = 0xFFFF;
+
+// A tuned table for one device: `entry_count` entries, each a key (one value per tuning-key
+// argument) and a config (one value index per config field, or kUnsetValue). Entries are sorted
+// by key, lexicographically, with no key twice.
+struct TunedTable {
+  const char* device;  // as the driver names it ("NVIDIA H100 80GB HBM3"); "" for any device
+  const char* source;  // the file it was read from, for messages
+  TuningMatch match;
+  std::uint32_t entry_count;
+  const std::int64_t* keys;      // entry_count x tuning_key_count
+  const std::uint16_t* configs;  // entry_count x field_count
+};
+
 struct KernelTable {
   const char* library;
   const char* name;
@@ -171,6 +223,18 @@ struct KernelTable {
   std::uint32_t variant_count;
   const char* const* targets;  // the kernel's targets, as in the spec ("sm_80"), for messages
   std::uint16_t target_count;
+  // Call-argument indices (int arguments) whose values key tuned tables, in order; may be empty.
+  const std::uint16_t* tuning_key;
+  std::uint16_t tuning_key_count;
+  // Heuristics in declaration order: later ones read earlier ones' results through `field`.
+  const Heuristic* heuristics;
+  std::uint16_t heuristic_count;
+  // Rules every automatically selected variant satisfies (`field` reads the variant's config).
+  const RuleProgram* requirements;
+  std::uint16_t requirement_count;
+  // Tuned tables baked into the library (at most one per device name).
+  const TunedTable* tuned;
+  std::uint16_t tuned_count;
 };
 
 }  // namespace taot::table

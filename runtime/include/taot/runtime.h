@@ -235,6 +235,26 @@ class Selection {
   std::size_t variant_;
 };
 
+// How a launch's config was chosen (docs/runtime.md, "How a launch picks its config"): the
+// variant the caller named; the config the caller asked for; the tuned table for this device;
+// the kernel's heuristics; the default config. Every step but `variant` keeps to the kernel's
+// requirements.
+enum class Step : std::uint8_t {
+  variant = TAOT_STEP_VARIANT,
+  config = TAOT_STEP_CONFIG,
+  table = TAOT_STEP_TABLE,
+  heuristics = TAOT_STEP_HEURISTICS,
+  fallback = TAOT_STEP_DEFAULT,
+};
+// "variant", "config", "table", "heuristics", "default".
+const char* step_name(Step step) noexcept;
+
+// The variant a launch would use and the step that chose it.
+struct Choice {
+  std::size_t variant;
+  Step step;
+};
+
 // A read-only view of one compiled variant, for enumeration (bench, tune, tests).
 class VariantInfo {
  public:
@@ -311,6 +331,22 @@ class Kernel {
   // without a context, every variant is considered).
   Expected<std::size_t> select(const taot_arg* args, std::size_t arg_count,
                                const Selection& selection = Selection::automatic());
+
+  // The variant `launch` would use and which step chose it, without launching; the device of the
+  // current context decides tuned tables and device-aware selection (without a context, the
+  // any-device table and every variant are considered).
+  Expected<Choice> choose(const taot_arg* args, std::size_t arg_count,
+                          const Selection& selection = Selection::automatic());
+
+  // Reads a tuned table (taot's format or vLLM's; docs/tuning.md) and puts it in place of this
+  // kernel's table for the same device, baked or loaded, for every later launch; `device`, when
+  // given, overrides the device the file names. Safe while other threads launch. Fails naming the
+  // file, the entry and the value (a config that was not compiled, say).
+  Status load_tuning(const std::string& path, std::string_view device = {});
+  // The same for text in memory, `source` naming it in messages.
+  Status load_tuning_text(std::string_view text, const std::string& source, std::string_view device = {});
+  // Drops every loaded table: the baked ones apply again.
+  Status reset_tuning();
 
   // Loads the modules of every variant that has a cubin for the current context's device (fails
   // when none has).

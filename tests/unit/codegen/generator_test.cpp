@@ -145,7 +145,7 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   EXPECT_THAT(source, HasSubstr("{\"sm_90a\", 90, true, detail::cubin_5, " + std::to_string(cubin.size()) +
                                 ", \"add_kernel\", 2151, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0},\n"));
   // Kernels without call arguments or fields use null tables.
-  EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1,\n    targets, 1};"));
+  EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1,\n    targets, 1, nullptr, 0, nullptr, 0,\n    nullptr, 0, nullptr, 0};"));
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, nullptr, 0, taot::Selection::config(nullptr));"));
   // Grid text with quotes, backslashes and trigraph-like sequences is escaped.
   EXPECT_THAT(source, HasSubstr("\"-(-(stream * 2 + 3)) /* \\042quoted\\042 \\077\\077/ */\", \"max(stream, 4)\", \"1 \\134\""));
@@ -176,7 +176,19 @@ TEST_F(GeneratorTest, SchemaTwoFeaturesReachTheTablesAndComments) {
   EXPECT_THAT(source, HasSubstr("{taot::table::GridOp::arg, 3, 0}, {taot::table::GridOp::num_sms, 0, 0}, "
                                 "{taot::table::GridOp::min, 0, 0}"));
   EXPECT_THAT(source, HasSubstr("variant_1_images, 1},\n"));
-  EXPECT_THAT(source, HasSubstr("args, 4, fields, 2, variants, 3,\n    targets, 2};"));
+  EXPECT_THAT(source, HasSubstr("args, 4, fields, 2, variants, 3,\n    targets, 2, tuning_key, 1, heuristics, 1,\n"
+                                "    requirements, 1, tuned, 1};"));
+  // Rules: programs with their text, heuristics naming their field, the tuning key as call-argument indices.
+  EXPECT_THAT(source, HasSubstr("{taot::table::RuleOp::jz, 6, 0, 0.0}"));
+  EXPECT_THAT(source, HasSubstr("{1, {\"4 if n < 4096 else 8\", heuristic_0_code, 7}},  // num_warps"));
+  EXPECT_THAT(source, HasSubstr("{\"bias_ptr is None or n % 2 == 0\", requirement_0_code, 10},"));
+  EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t tuning_key[] = {2};"));
+  // The manifest's tuned table, sorted by key: (1: relu, num_warps 4), (4096: gelu, num_warps unset).
+  EXPECT_THAT(source, HasSubstr("constexpr std::int64_t tuned_0_keys[] = {1, 4096};"));
+  EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t tuned_0_configs[] = {1, 0, 0, 65535};"));
+  EXPECT_THAT(source, HasSubstr("{\"NVIDIA H100 80GB HBM3\", "));
+  EXPECT_THAT(source, HasSubstr("taot::table::TuningMatch::floor, 2, tuned_0_keys, tuned_0_configs},"));
+  EXPECT_THAT(source, HasSubstr("requirements, 1, tuned, 1};"));
   // Explicit grids: a config + grid overload and a variant + grid overload.
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, args, 4, taot::Selection::config(fields), grid);"));
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, args, 4, taot::Selection::variant(variant_index), grid);"));

@@ -255,7 +255,18 @@ ManifestBuilder::ManifestBuilder(std::filesystem::path dir) : dir_(std::move(dir
       {"targets", {"sm_80", "sm_90a"}},
       {"grid", {"min(n_rows, num_sms)", "1", "1"}},
       {"tuning_key", {"n"}},
-      {"heuristics", {{{"field", "num_warps"}, {"expression", "4 if n < 4096 else 8"}}}},
+      {"heuristics",
+       {{{"field", "num_warps"},
+         {"expression", "4 if n < 4096 else 8"},
+         {"program",
+          {{{"op", "arg"}, {"name", "n"}}, {{"op", "lit"}, {"value", 4096}}, {{"op", "lt"}}, {{"op", "jz"}, {"to", 6}},
+           {{"op", "lit"}, {"value", 4}}, {{"op", "jmp"}, {"to", 7}}, {{"op", "lit"}, {"value", 8}}}}}}},
+      {"requires",
+       {{{"expression", "bias_ptr is None or n % 2 == 0"},
+         {"program",
+          {{{"op", "isnone"}, {"name", "bias_ptr"}}, {{"op", "jnz"}, {"to", 9}}, {{"op", "arg"}, {"name", "n"}},
+           {{"op", "lit"}, {"value", 2}}, {{"op", "mod"}}, {{"op", "not"}}, {{"op", "jnz"}, {"to", 9}},
+           {{"op", "lit"}, {"value", 0}}, {{"op", "jmp"}, {"to", 10}}, {{"op", "lit"}, {"value", 1}}}}}}},
       {"args",
        {{{"name", "x_ptr"}, {"kind", "pointer"}, {"dtypes", {"fp32"}}, {"output", true}},
         {{"name", "bias_ptr"}, {"kind", "pointer"}, {"dtypes", {"fp16"}}, {"none", true}},
@@ -266,7 +277,15 @@ ManifestBuilder::ManifestBuilder(std::filesystem::path dir) : dir_(std::move(dir
        {{{"name", "ACTIVATION"}, {"kind", "string"}, {"values", {"gelu", "relu"}}, {"default", "relu"}},
         {{"name", "num_warps"}, {"kind", "int"}, {"values", {4}}, {"default", 4}}}},
       {"variants", feature_variants},
+      {"tuning", {"tables/features_h100.json"}},
   };
+  // A tuned table for features on the H100 (binning), with a device name that needs escaping in C.
+  std::filesystem::create_directories(dir_ / "tables");
+  write_file(dir_ / "tables/features_h100.json",
+             R"({"schema": "taot.tuning", "schema_version": 1, "kernel": "features",
+                 "device": "NVIDIA H100 80GB HBM3", "match": "floor", "key": ["n"],
+                 "entries": [{"key": [4096], "config": {"ACTIVATION": "gelu"}},
+                             {"key": [1], "config": {"ACTIVATION": "relu", "num_warps": 4}}]})");
 
   json = {
       {"schema", "taot.manifest"},

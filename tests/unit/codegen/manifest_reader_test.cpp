@@ -365,7 +365,14 @@ TEST_F(ManifestReaderTest, ReadsSchemaTwoFeatures) {
   EXPECT_EQ(features.tuning_key, std::vector<std::string>{"n"});
   ASSERT_EQ(features.heuristics.size(), 1u);
   EXPECT_EQ(features.heuristics[0].field, "num_warps");
-  EXPECT_EQ(features.heuristics[0].expression, "4 if n < 4096 else 8");
+  EXPECT_EQ(features.heuristics[0].rule.expression, "4 if n < 4096 else 8");
+  ASSERT_EQ(features.heuristics[0].rule.program.size(), 7u);
+  EXPECT_EQ(features.heuristics[0].rule.program[3].op, RuleOp::jz);
+  EXPECT_EQ(features.heuristics[0].rule.program[3].operand, 6u);
+  EXPECT_EQ(features.heuristics[0].rule.program[1].integer, 4096);
+  ASSERT_EQ(features.requirements.size(), 1u);
+  EXPECT_EQ(features.requirements[0].program[0].op, RuleOp::isnone);
+  EXPECT_EQ(features.requirements[0].program[0].operand, 1u);  // bias_ptr
   EXPECT_TRUE(features.args[1].none);
   EXPECT_FALSE(features.args[0].none);
   EXPECT_TRUE(features.args[4].launch_only);
@@ -436,10 +443,46 @@ TEST_F(SchemaTwoErrorTest, HeuristicsSetConfigFields) {
   features["heuristics"][0]["field"] = "BLOCK";
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].heuristics[0].field: \"BLOCK\" is not a config field of kernel features"));
   features["heuristics"][0]["field"] = "ACTIVATION";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].heuristics[0].field: \"ACTIVATION\" holds string values; heuristics "
+                                    "compute int, bool or float fields"));
+  features["heuristics"][0]["field"] = "num_warps";
   features["heuristics"][0].erase("expression");
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].heuristics[0].expression: missing"));
   features["heuristics"][0]["expression"] = "";
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].heuristics[0].expression: expected an expression"));
+}
+
+TEST_F(SchemaTwoErrorTest, RuleProgramsLeaveOneValueOnEveryPath) {
+  nlohmann::json& program = features["requires"][0]["program"];
+  const nlohmann::json good = program;
+  program[5]["op"] = "sqrt";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[5].op: unknown rule op \"sqrt\""));
+  program = good;
+  program[1]["to"] = 0;
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[1].to: 0 is not a later instruction"));
+  program = good;
+  program[1]["to"] = 5;  // the jump skips `mod` and reaches `not` with two values, the fall-through with one
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[4]: paths reach instruction 5 with"));
+  program = {{{"op", "arg"}, {"name", "n"}}, {{"op", "arg"}, {"name", "n"}}};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program: the program leaves 2 values"));
+  program = good;
+  program[2]["name"] = "x_ptr";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[2].name: \"x_ptr\" is an argument of kind pointer; arg "
+                                    "reads int, float or bool arguments"));
+  program = good;
+  program[0]["name"] = "n";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[0].name: \"n\" is an argument of kind int; isnone tests "
+                                    "pointer arguments"));
+  program = good;
+  program[2] = {{"op", "field"}, {"name", "ACTIVATION"}};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[2].name: \"ACTIVATION\" holds string values"));
+  program = good;
+  program[3]["op"] = "mod";
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[3]: mod needs 2 operand(s), the program has 1"));
+  program = good;
+  features["tuning_key"] = {"x_ptr"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key[0]: \"x_ptr\" is an argument of kind pointer; a tuning key is made "
+                                    "of int arguments"));
 }
 
 TEST_F(SchemaTwoErrorTest, NoneSpecializationsNeedANoneArgumentAndStayOutOfParams) {

@@ -25,7 +25,11 @@ struct GeneratedFile {
 // embedded array) and fails, naming the file, if it cannot be read or no longer has its
 // manifest sha256. Thread-safe.
 // With `python`, also <lib>_python.cpp and its part of CMakeLists.txt (a nanobind module).
-Expected<std::vector<GeneratedFile>> render_library(const Manifest& manifest, bool python = false);
+// Each kernel's tuned tables are baked from the files its manifest entry lists, then those in
+// `tuning_files` for it (kernel name -> files); a bad table fails naming its file.
+Expected<std::vector<GeneratedFile>> render_library(
+    const Manifest& manifest, bool python = false,
+    const std::map<std::string, std::vector<std::filesystem::path>>& tuning_files = {});
 
 struct GenerateOptions {
   std::filesystem::path output_dir;  // created if missing

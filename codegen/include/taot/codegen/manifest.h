@@ -16,6 +16,7 @@
 
 #include "taot/codegen/errors.h"
 #include "taot/dtype_list.h"
+#include "taot/rule_ops.h"
 
 namespace taot::codegen {
 
@@ -157,11 +158,35 @@ struct Variant {
   std::vector<Image> images;
 };
 
-// A launch-time rule for a config field ("heuristics"): kept as written; nothing generates code
-// from it yet.
+// The operations of launch-time rule programs (taot/rule_ops.h; docs/manifest.md, "Rule programs").
+enum class RuleOp : std::uint8_t {
+#define TAOT_RULE_OP_ENUMERATOR(op, name, operands) op,
+  TAOT_RULE_OPS(TAOT_RULE_OP_ENUMERATOR)
+#undef TAOT_RULE_OP_ENUMERATOR
+};
+
+// One instruction of a rule program. `operand`: for arg and isnone the call argument's index
+// (among the call arguments), for field the config field's index, for jz/jnz/jmp the instruction
+// to continue at. `integer`: lit's value; `real`: flit's value. The reader guarantees that every
+// path through the program leaves one value and jumps go forward.
+struct RuleInstr {
+  RuleOp op = RuleOp::lit;
+  std::size_t operand = 0;
+  std::int64_t integer = 0;
+  double real = 0.0;
+};
+
+// A rule as written and compiled.
+struct Rule {
+  std::string expression;
+  std::vector<RuleInstr> program;
+};
+
+// A launch-time rule for a config field ("heuristics"): the field takes the rule's value.
 struct Heuristic {
-  std::string field;       // a config field of the kernel
-  std::string expression;  // over call arguments, as written
+  std::string field;        // a config field of the kernel
+  std::size_t field_index = 0;
+  Rule rule;
 };
 
 struct Kernel {
@@ -171,8 +196,11 @@ struct Kernel {
   std::string source_hash;
   std::vector<std::string> targets;      // a subset of the library's targets, in its order
   std::array<std::string, 3> grid_text;  // as written, for messages and docs
-  std::vector<std::string> tuning_key;   // names of call arguments; may be empty
+  std::vector<std::string> tuning_key;   // names of int call arguments; may be empty
+  // Tuned-table files to bake in ("tuning"), resolved against the manifest's folder; may be empty.
+  std::vector<std::filesystem::path> tuning;
   std::vector<Heuristic> heuristics;     // in declaration order; may be empty
+  std::vector<Rule> requirements;        // "requires": rules every automatic choice satisfies
   std::vector<Arg> args;                 // every parameter, constexprs included
   std::vector<ConfigField> config;
   std::vector<Variant> variants;

@@ -1,0 +1,320 @@
+// How a launch picks its config when the kernel has rules (docs/runtime.md): the caller's config,
+// else the tuned table for the device, else the heuristics, else the default, each step keeping
+// to the kernel's requirements. Nothing here allocates on the way to a choice of at most
+// kInlineWords * 64 variants and kInlineFields config fields; only failures build strings.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config_fields.h"
+#include "dispatch.h"
+#include "rules.h"
+#include "tuning.h"
+
+namespace taot::detail {
+
+// An array of `size` elements, inline up to N (uninitialized for trivial T).
+template <class T, std::size_t N>
+class InlineArray {
+ public:
+  explicit InlineArray(std::size_t size) {
+    if (size > N) {
+      heap_.reset(new T[size]);
+      data_ = heap_.get();
+    }
+  }
+  InlineArray(const InlineArray&) = delete;
+  InlineArray& operator=(const InlineArray&) = delete;
+  T& operator[](std::size_t i) noexcept { return data_[i]; }
+  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+
+ private:
+  T inline_[N];
+  std::unique_ptr<T[]> heap_;
+  T* data_ = inline_;
+};
+
+// One choice: the variants that accept the arguments, and per step the config it asks for (per
+// field the value index it requires, kUnsetValue for any with the default preferred, and the
+// value rules read).
+class RuleSteps {
+ public:
+  static constexpr std::size_t kInlineWords = 16;
+  static constexpr std::size_t kInlineFields = 64;
+
+  RuleSteps(const DispatchIndex& index, const taot_arg* args, std::int64_t num_sms)
+      : index_(index), table_(*index.table_), args_(args), num_sms_(num_sms),
+        request_(table_.field_count), set_(table_.field_count), values_(table_.field_count),
+        facts_(index.words_), candidates_(index.words_) {}
+
+  Expected<Choice> run(const Selection& selection, const DeviceFacts* device, const table::TunedTable* tuned) {
+    // The variants that accept the arguments (on this device).
+    if (const std::uint64_t* on_device = index_.runnable(device))
+      std::copy(on_device, on_device + index_.words_, facts_.data());
+    else
+      std::fill(facts_.data(), facts_.data() + index_.words_, ~std::uint64_t{0});
+    for (std::size_t a = 0; a < table_.arg_count; ++a) {
+      const int fact = fact_of(table_.args[a], index_.dtype_slots_[a], args_[a]);
+      if (fact < 0) return index_.explain_miss(args_, selection, device);
+      const std::uint64_t* accepted = index_.fact_mask(a, fact);
+      for (std::size_t w = 0; w < index_.words_; ++w) facts_[w] &= accepted[w];
+    }
+    if (!any(facts_.data())) return index_.explain_miss(args_, selection, device);
+
+    if (const FieldRequest* fields = selection.fields()) return caller_step(fields, selection, device);
+    if (tuned != nullptr && table_.tuning_key_count > 0 && tuned->entry_count > 0) {
+      Expected<std::int64_t> chosen = table_step(*tuned);
+      if (!chosen.ok()) return std::move(chosen).take_status();
+      if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::table};
+    }
+    if (table_.heuristic_count > 0) {
+      clear();
+      bool compiled = true;
+      if (Status status = run_heuristics(true, &compiled); !status.ok()) return status;
+      Expected<std::int64_t> chosen = pick();
+      if (!chosen.ok()) return std::move(chosen).take_status();
+      if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::heuristics};
+    }
+    clear();
+    Expected<std::int64_t> chosen = pick();
+    if (!chosen.ok()) return std::move(chosen).take_status();
+    if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::fallback};
+    return explain_requirements("");
+  }
+
+ private:
+  bool any(const std::uint64_t* mask) const noexcept {
+    for (std::size_t w = 0; w < index_.words_; ++w)
+      if (mask[w] != 0) return true;
+    return false;
+  }
+
+  void clear() noexcept {
+    for (std::size_t f = 0; f < table_.field_count; ++f) {
+      request_[f] = table::kUnsetValue;
+      set_[f] = false;
+    }
+  }
+
+  void require(std::size_t field, std::uint16_t value_index) noexcept {
+    request_[field] = value_index;
+    set_[field] = true;
+    values_[field] = field_value(table_.fields[field], value_index);
+  }
+
+  FieldSource request_fields() noexcept { return {set_.data(), values_.data(), index_.default_config_.data()}; }
+
+  // The index of `value` among field `f`'s compiled values, or -1.
+  int compiled_index(std::size_t f, const RuleValue& value) const noexcept {
+    const table::ConfigField& field = table_.fields[f];
+    if (field.kind == table::FieldKind::string_value) return -1;
+    for (std::uint16_t i = 0; i < field.value_count; ++i) {
+      if (field.kind == table::FieldKind::float_value) {
+        if (field.float_values[i] == value.as_real()) return i;
+      } else if (value.is_real ? static_cast<double>(field.int_values[i]) == value.real
+                               : field.int_values[i] == value.integer) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  std::string compiled_values(std::size_t f) const {
+    std::string text;
+    for (std::uint16_t i = 0; i < table_.fields[f].value_count; ++i)
+      text += (i ? ", " : "") + value_text(table_.fields[f], i);
+    return text;
+  }
+
+  Status rule_fault(RuleFault fault, const table::RuleProgram& program, const FieldSource& fields) const {
+    if (fault == RuleFault::division_by_zero)
+      return Status::error(TAOT_INVALID_ARGUMENT, index_.qualified_name() + ": rule " + program.text +
+                                                      " divides by zero with " +
+                                                      rule_inputs_text(program, table_, args_, fields, num_sms_));
+    return Status::error(TAOT_INTERNAL, index_.qualified_name() + ": rule " + program.text + " is malformed");
+  }
+
+  // The heuristics, in order, for the fields not set yet; each sees the fields set so far. A value
+  // that was not compiled fails when `strict`, else clears `*compiled` and stops.
+  Status run_heuristics(bool strict, bool* compiled) {
+    for (std::uint16_t h = 0; h < table_.heuristic_count; ++h) {
+      const table::Heuristic& heuristic = table_.heuristics[h];
+      if (set_[heuristic.field]) continue;
+      RuleValue value{};
+      const FieldSource fields = request_fields();
+      if (RuleFault fault = evaluate_rule(heuristic.rule, table_, args_, fields, num_sms_, &value);
+          fault != RuleFault::none)
+        return rule_fault(fault, heuristic.rule, fields);
+      const int found = compiled_index(heuristic.field, value);
+      if (found < 0) {
+        if (!strict) {
+          *compiled = false;
+          return Status();
+        }
+        return Status::error(TAOT_NO_MATCHING_VARIANT,
+                             index_.qualified_name() + ": heuristic " + table_.fields[heuristic.field].name + " = " +
+                                 heuristic.rule.text + " gives " + rule_value_text(value) + " with " +
+                                 rule_inputs_text(heuristic.rule, table_, args_, fields, num_sms_) +
+                                 ", which was not compiled; compiled values: " + compiled_values(heuristic.field));
+      }
+      require(heuristic.field, static_cast<std::uint16_t>(found));
+    }
+    return Status();
+  }
+
+  // Whether variant `v` satisfies every requirement; a rule that cannot be evaluated fails.
+  Expected<bool> satisfies(std::size_t v) const {
+    const FieldSource fields{nullptr, nullptr, table_.variants[v].config};
+    for (std::uint16_t r = 0; r < table_.requirement_count; ++r) {
+      RuleValue value{};
+      if (RuleFault fault = evaluate_rule(table_.requirements[r], table_, args_, fields, num_sms_, &value);
+          fault != RuleFault::none)
+        return rule_fault(fault, table_.requirements[r], fields);
+      if (value.is_zero()) return false;
+    }
+    return true;
+  }
+
+  // The first variant in preference order that accepts the arguments, has the requested values and
+  // satisfies the requirements; -1 when none does. candidates_ keeps the variants with the
+  // requested values, for explain_requirements.
+  Expected<std::int64_t> pick() {
+    std::copy(facts_.data(), facts_.data() + index_.words_, candidates_.data());
+    for (std::size_t f = 0; f < table_.field_count; ++f) {
+      if (request_[f] == table::kUnsetValue) continue;
+      const std::uint64_t* with_value = index_.value_mask(f, request_[f]);
+      for (std::size_t w = 0; w < index_.words_; ++w) candidates_[w] &= with_value[w];
+    }
+    for (std::size_t w = 0; w < index_.words_; ++w) {
+      std::uint64_t word = candidates_[w];
+      while (word != 0) {
+        const std::size_t bit = w * 64 + static_cast<std::size_t>(__builtin_ctzll(word));
+        word &= word - 1;
+        const std::size_t v = index_.order_[bit];
+        Expected<bool> ok = satisfies(v);
+        if (!ok.ok()) return std::move(ok).take_status();
+        if (*ok) return static_cast<std::int64_t>(v);
+      }
+    }
+    return std::int64_t{-1};
+  }
+
+  Expected<Choice> caller_step(const FieldRequest* fields, const Selection& selection, const DeviceFacts* device) {
+    clear();
+    for (std::size_t f = 0; f < table_.field_count; ++f) {
+      if (!fields[f].set) continue;
+      const int value = index_.value_index(f, fields[f]);
+      if (value < 0) return index_.explain_miss(args_, selection, device);
+      require(f, static_cast<std::uint16_t>(value));
+    }
+    bool compiled = true;
+    if (Status status = run_heuristics(true, &compiled); !status.ok()) return status;
+    Expected<std::int64_t> chosen = pick();
+    if (!chosen.ok()) return std::move(chosen).take_status();
+    if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::config};
+    if (!any(candidates_.data())) return index_.explain_miss(args_, selection, device);
+    return explain_requirements(" with the config asked for");
+  }
+
+  // -1: the table's config (with heuristics for the fields it leaves) has no variant that fits.
+  Expected<std::int64_t> table_step(const table::TunedTable& tuned) {
+    InlineArray<std::int64_t, 8> key(table_.tuning_key_count);
+    for (std::uint16_t k = 0; k < table_.tuning_key_count; ++k) key[k] = args_[table_.tuning_key[k]].integer;
+    const std::size_t entry = lookup_entry(tuned, table_.tuning_key_count, key.data());
+    clear();
+    const std::uint16_t* config = tuned.configs + entry * table_.field_count;
+    for (std::size_t f = 0; f < table_.field_count; ++f)
+      if (config[f] != table::kUnsetValue && config[f] < table_.fields[f].value_count) require(f, config[f]);
+    bool compiled = true;
+    if (Status status = run_heuristics(false, &compiled); !status.ok()) return status;
+    if (!compiled) return std::int64_t{-1};
+    return pick();
+  }
+
+  // Why no variant among candidates_ satisfies the requirements: the first rule none satisfies,
+  // with the argument values it reads and the values the candidates have for the fields it reads.
+  Status explain_requirements(const std::string& which) const {
+    std::vector<std::size_t> candidates;
+    for (std::size_t bit = 0; bit < table_.variant_count; ++bit)
+      if (test_bit(candidates_.data(), bit)) candidates.push_back(index_.order_[bit]);
+    const FieldSource no_fields{nullptr, nullptr, nullptr};
+    std::string all;
+    for (std::uint16_t r = 0; r < table_.requirement_count; ++r) {
+      const table::RuleProgram& rule = table_.requirements[r];
+      all += (r ? ", " : "") + std::string(rule.text);
+      bool satisfied = false;
+      for (std::size_t v : candidates) {
+        RuleValue value{};
+        const FieldSource fields{nullptr, nullptr, table_.variants[v].config};
+        if (evaluate_rule(rule, table_, args_, fields, num_sms_, &value) == RuleFault::none && !value.is_zero()) {
+          satisfied = true;
+          break;
+        }
+      }
+      if (satisfied) continue;
+      std::string message = index_.qualified_name() + ": no compiled variant" + which + " satisfies " + rule.text;
+      const std::string inputs = rule_inputs_text(rule, table_, args_, no_fields, num_sms_);
+      if (!inputs.empty()) message += " with " + inputs;
+      std::vector<std::uint16_t> read;
+      for (std::uint16_t i = 0; i < rule.length; ++i)
+        if (rule.code[i].op == table::RuleOp::field &&
+            std::find(read.begin(), read.end(), rule.code[i].operand) == read.end())
+          read.push_back(rule.code[i].operand);
+      for (std::uint16_t f : read) {
+        std::vector<std::uint16_t> seen;
+        for (std::size_t v : candidates)
+          if (std::find(seen.begin(), seen.end(), table_.variants[v].config[f]) == seen.end())
+            seen.push_back(table_.variants[v].config[f]);
+        std::sort(seen.begin(), seen.end());
+        std::string values;
+        for (std::uint16_t i : seen) values += (values.empty() ? "" : ", ") + value_text(table_.fields[f], i);
+        message += "; compiled " + std::string(table_.fields[f].name) + " values: " + values;
+      }
+      return Status::error(TAOT_NO_MATCHING_VARIANT, message);
+    }
+    return Status::error(TAOT_NO_MATCHING_VARIANT, index_.qualified_name() + ": no compiled variant" + which +
+                                                       " satisfies all of " + all + " together for these arguments");
+  }
+
+  const DispatchIndex& index_;
+  const table::KernelTable& table_;
+  const taot_arg* args_;
+  std::int64_t num_sms_;
+  InlineArray<std::uint16_t, kInlineFields> request_;
+  InlineArray<bool, kInlineFields> set_;
+  InlineArray<RuleValue, kInlineFields> values_;
+  InlineArray<std::uint64_t, kInlineWords> facts_;
+  InlineArray<std::uint64_t, kInlineWords> candidates_;
+};
+
+Expected<Choice> DispatchIndex::choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                                       const DeviceFacts* device, const table::TunedTable* tuned,
+                                       std::int64_t num_sms) const {
+  if (!has_rules_ || selection.is_variant() || arg_count != table_->arg_count) {
+    Expected<std::size_t> chosen = select(args, arg_count, selection, device);
+    if (!chosen.ok()) return std::move(chosen).take_status();
+    const Step step = selection.is_variant() ? Step::variant : selection.fields() ? Step::config : Step::fallback;
+    return Choice{*chosen, step};
+  }
+  return RuleSteps(*this, args, num_sms).run(selection, device, tuned);
+}
+
+}  // namespace taot::detail
+
+namespace taot {
+
+const char* step_name(Step step) noexcept {
+  switch (step) {
+    case Step::variant: return "variant";
+    case Step::config: return "config";
+    case Step::table: return "table";
+    case Step::heuristics: return "heuristics";
+    case Step::fallback: return "default";
+  }
+  return "unknown";
+}
+
+}  // namespace taot

@@ -1,0 +1,62 @@
+// What a Kernel keeps once built (its dispatch index, loaded functions, tuned tables), shared by
+// the runtime's sources that implement Kernel.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "arg_kinds.h"
+#include "dispatch.h"
+#include "grid.h"
+#include "rules.h"
+#include "tuning.h"
+
+namespace taot::detail {
+
+// A variant's function in one context. Nodes form a per-variant list that launches read without a
+// lock, newest first; they are added under the module cache's lock and removed only by unload().
+// Launches find a node by context handle; a context re-created at the same address gets a new node
+// (found first) once a launch with the old one fails.
+struct LoadedFunction {
+  CUcontext context;
+  std::uint64_t context_id;
+  CUfunction function;
+  const table::Image* image;
+  LoadedFunction* next;
+};
+
+struct KernelState {
+  KernelState(DispatchIndex dispatch_index, const table::KernelTable& table)
+      : index(std::move(dispatch_index)),
+        functions(new std::atomic<LoadedFunction*>[table.variant_count]),
+        expanded_ordinal(table.arg_count, 0),
+        tuning(table) {
+    for (std::size_t v = 0; v < table.variant_count; ++v) functions[v].store(nullptr, std::memory_order_relaxed);
+    for (std::size_t a = 0; a < table.arg_count; ++a)
+      if (!packs_in_place(table.args[a])) expanded_ordinal[a] = expanded_count++;
+    uses_num_sms = grid_uses_num_sms(table);
+    rules_read_num_sms = rules_use_num_sms(table);
+  }
+
+  // Whether choosing a variant needs the launching device beyond device-aware selection: for the
+  // rules' num_sms or a tuned table (chosen by device name).
+  bool choice_needs_device(const table::KernelTable& table) const noexcept {
+    return index.has_rules() &&
+           (rules_read_num_sms || (table.tuning_key_count > 0 && !tuning.current().empty()));
+  }
+
+  DispatchIndex index;
+  std::unique_ptr<std::atomic<LoadedFunction*>[]> functions;  // per variant
+  // Per call argument that does not pack in place (descriptors), its number among them: the index
+  // of its entry in an image's tensordesc_meta; 0 for the others.
+  std::vector<std::uint16_t> expanded_ordinal;
+  std::uint16_t expanded_count = 0;  // 0: every argument packs in place (the common, fast case)
+  bool uses_num_sms = false;         // some grid program reads the device's multiprocessor count
+  bool rules_read_num_sms = false;   // some heuristic or requirement does
+  TuningHolder tuning;               // baked tables, replaced per device by loaded ones
+};
+
+}  // namespace taot::detail

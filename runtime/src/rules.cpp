@@ -1,0 +1,239 @@
+// Rule programs; see rules.h. Ints wrap on overflow (two's complement) instead of being undefined.
+#include "rules.h"
+
+#include <cmath>
+
+#include "config_fields.h"
+
+namespace taot::detail {
+namespace {
+
+using table::RuleOp;
+
+constexpr int kStackDepth = 32;
+
+std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+}
+
+// Python's // on ints (b != 0); the one overflowing case, INT64_MIN // -1, wraps.
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  if (b == -1) return wrap_sub(0, a);
+  std::int64_t quotient = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --quotient;
+  return quotient;
+}
+std::int64_t floor_mod(std::int64_t a, std::int64_t b) { return b == -1 ? 0 : wrap_sub(a, wrap_mul(floor_div(a, b), b)); }
+
+double real_floor_mod(double a, double b) {
+  double remainder = std::fmod(a, b);
+  if (remainder != 0.0 && ((remainder < 0) != (b < 0))) remainder += b;
+  return remainder;
+}
+
+// triton.next_power_of_2 on 64-bit ints: the smallest power of two >= value; 0 for 0 and below.
+std::int64_t next_power_of_2(std::int64_t value) {
+  if (value <= 0) return 0;
+  std::uint64_t n = static_cast<std::uint64_t>(value) - 1;
+  for (int shift = 1; shift < 64; shift *= 2) n |= n >> shift;
+  return static_cast<std::int64_t>(n + 1);
+}
+
+bool less(const RuleValue& a, const RuleValue& b) {
+  if (!a.is_real && !b.is_real) return a.integer < b.integer;
+  return a.as_real() < b.as_real();
+}
+bool equal(const RuleValue& a, const RuleValue& b) {
+  if (!a.is_real && !b.is_real) return a.integer == b.integer;
+  return a.as_real() == b.as_real();
+}
+
+RuleValue argument_value(const table::KernelTable& table, const taot_arg* args, std::uint16_t index) {
+  const table::Arg& arg = table.args[index];
+  if (arg.kind == table::ArgKind::float_scalar)
+    return arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP32 ? RuleValue::of_real(args[index].real32)
+                                                                  : RuleValue::of_real(args[index].real64);
+  if (arg.kind == table::ArgKind::pointer) return RuleValue::of_int(args[index].address == 0 ? 0 : 1);
+  return RuleValue::of_int(args[index].integer);
+}
+
+RuleValue read_field(const table::KernelTable& table, const FieldSource& fields, std::uint16_t index) {
+  if (fields.set != nullptr && fields.set[index]) return fields.values[index];
+  return field_value(table.fields[index], fields.config[index]);
+}
+
+// The binary operation `op` of `a` and `b` into `a`; false on a division by zero.
+bool apply_binary(RuleOp op, RuleValue& a, const RuleValue& b) {
+  const bool ints = !a.is_real && !b.is_real;
+  switch (op) {
+    case RuleOp::add: a = ints ? RuleValue::of_int(wrap_add(a.integer, b.integer)) : RuleValue::of_real(a.as_real() + b.as_real()); return true;
+    case RuleOp::sub: a = ints ? RuleValue::of_int(wrap_sub(a.integer, b.integer)) : RuleValue::of_real(a.as_real() - b.as_real()); return true;
+    case RuleOp::mul: a = ints ? RuleValue::of_int(wrap_mul(a.integer, b.integer)) : RuleValue::of_real(a.as_real() * b.as_real()); return true;
+    case RuleOp::div:
+    case RuleOp::mod:
+    case RuleOp::cdiv: {
+      if (b.is_zero()) return false;
+      if (ints) {
+        const std::int64_t numerator = op == RuleOp::cdiv ? wrap_sub(wrap_add(a.integer, b.integer), 1) : a.integer;
+        a = RuleValue::of_int(op == RuleOp::mod ? floor_mod(numerator, b.integer) : floor_div(numerator, b.integer));
+      } else {
+        const double numerator = op == RuleOp::cdiv ? a.as_real() + b.as_real() - 1.0 : a.as_real();
+        a = RuleValue::of_real(op == RuleOp::mod ? real_floor_mod(numerator, b.as_real())
+                                                 : std::floor(numerator / b.as_real()));
+      }
+      return true;
+    }
+    case RuleOp::min: if (less(b, a)) a = b; return true;
+    case RuleOp::max: if (less(a, b)) a = b; return true;
+    case RuleOp::eq: a = RuleValue::of_int(equal(a, b)); return true;
+    case RuleOp::ne: a = RuleValue::of_int(!equal(a, b)); return true;
+    case RuleOp::lt: a = RuleValue::of_int(less(a, b)); return true;
+    case RuleOp::le: a = RuleValue::of_int(!less(b, a)); return true;
+    case RuleOp::gt: a = RuleValue::of_int(less(b, a)); return true;
+    case RuleOp::ge: a = RuleValue::of_int(!less(a, b)); return true;
+    default: return true;
+  }
+}
+
+void apply_unary(RuleOp op, RuleValue& a) {
+  switch (op) {
+    case RuleOp::neg: a = a.is_real ? RuleValue::of_real(-a.real) : RuleValue::of_int(wrap_sub(0, a.integer)); return;
+    case RuleOp::abs:
+      if (a.is_real) a.real = std::fabs(a.real);
+      else if (a.integer < 0) a.integer = wrap_sub(0, a.integer);
+      return;
+    case RuleOp::logical_not: a = RuleValue::of_int(a.is_zero()); return;
+    case RuleOp::next_power_of_2: {
+      const std::int64_t whole = a.is_real ? static_cast<std::int64_t>(a.real) : a.integer;
+      a = RuleValue::of_int(next_power_of_2(whole));
+      return;
+    }
+    default: return;
+  }
+}
+
+// How many values each operation pops (taot/rule_ops.h).
+constexpr int kOperands[] = {
+#define TAOT_RULE_OP_OPERANDS(op, name, operands) operands,
+    TAOT_RULE_OPS(TAOT_RULE_OP_OPERANDS)
+#undef TAOT_RULE_OP_OPERANDS
+};
+constexpr std::size_t kOpCount = sizeof(kOperands) / sizeof(kOperands[0]);
+
+int operands_of(RuleOp op) { return static_cast<std::size_t>(op) < kOpCount ? kOperands[static_cast<std::size_t>(op)] : -1; }
+
+}  // namespace
+
+std::string rule_value_text(const RuleValue& value) {
+  return value.is_real ? real_text(value.real) : std::to_string(value.integer);
+}
+
+RuleValue field_value(const table::ConfigField& field, std::size_t index) noexcept {
+  if (field.kind == table::FieldKind::float_value) return RuleValue::of_real(field.float_values[index]);
+  if (field.kind == table::FieldKind::string_value) return RuleValue::of_int(0);  // not readable by rules
+  return RuleValue::of_int(field.int_values[index]);
+}
+
+RuleFault evaluate_rule(const table::RuleProgram& program, const table::KernelTable& table, const taot_arg* args,
+                        const FieldSource& fields, std::int64_t num_sms, RuleValue* result) noexcept {
+  RuleValue stack[kStackDepth];
+  int depth = 0;
+  std::uint16_t pc = 0;
+  while (pc < program.length) {
+    const table::RuleInstr& instr = program.code[pc++];
+    switch (instr.op) {
+      case RuleOp::lit:
+      case RuleOp::flit:
+      case RuleOp::arg:
+      case RuleOp::isnone:
+      case RuleOp::field:
+      case RuleOp::num_sms:
+        if (depth == kStackDepth) return RuleFault::malformed;
+        stack[depth++] = instr.op == RuleOp::lit      ? RuleValue::of_int(instr.integer)
+                         : instr.op == RuleOp::flit   ? RuleValue::of_real(instr.real)
+                         : instr.op == RuleOp::arg    ? argument_value(table, args, instr.operand)
+                         : instr.op == RuleOp::isnone ? RuleValue::of_int(args[instr.operand].address == 0)
+                         : instr.op == RuleOp::field  ? read_field(table, fields, instr.operand)
+                                                      : RuleValue::of_int(num_sms);
+        break;
+      case RuleOp::jz:
+      case RuleOp::jnz: {
+        if (depth < 1) return RuleFault::malformed;
+        const bool zero = stack[--depth].is_zero();
+        if (zero == (instr.op == RuleOp::jz)) pc = instr.operand;
+        break;
+      }
+      case RuleOp::jmp: pc = instr.operand; break;
+      default:
+        const int operands = operands_of(instr.op);
+        if (operands == 1) {
+          if (depth < 1) return RuleFault::malformed;
+          apply_unary(instr.op, stack[depth - 1]);
+        } else if (operands == 2) {
+          if (depth < 2) return RuleFault::malformed;
+          const RuleValue right = stack[--depth];
+          if (!apply_binary(instr.op, stack[depth - 1], right)) return RuleFault::division_by_zero;
+        } else {
+          return RuleFault::malformed;
+        }
+    }
+  }
+  if (depth != 1) return RuleFault::malformed;
+  *result = stack[0];
+  return RuleFault::none;
+}
+
+std::string rule_inputs_text(const table::RuleProgram& program, const table::KernelTable& table, const taot_arg* args,
+                             const FieldSource& fields, std::int64_t num_sms) {
+  std::string text;
+  std::string seen = "\n";  // names already listed, newline-separated
+  for (std::uint16_t i = 0; i < program.length; ++i) {
+    const table::RuleInstr& instr = program.code[i];
+    std::string name, value;
+    switch (instr.op) {
+      case RuleOp::arg:
+        name = table.args[instr.operand].name;
+        value = rule_value_text(argument_value(table, args, instr.operand));
+        break;
+      case RuleOp::isnone:
+        name = table.args[instr.operand].name;
+        value = args[instr.operand].address == 0 ? "None" : "not None";
+        break;
+      case RuleOp::field:
+        if (fields.config == nullptr) continue;
+        name = table.fields[instr.operand].name;
+        value = rule_value_text(read_field(table, fields, instr.operand));
+        break;
+      case RuleOp::num_sms:
+        name = "num_sms";
+        value = std::to_string(num_sms);
+        break;
+      default: continue;
+    }
+    if (seen.find("\n" + name + "\n") != std::string::npos) continue;
+    seen += name + "\n";
+    text += (text.empty() ? "" : ", ") + name + (instr.op == RuleOp::isnone ? " is " : "=") + value;
+  }
+  return text;
+}
+
+bool rules_use_num_sms(const table::KernelTable& table) noexcept {
+  const auto uses = [](const table::RuleProgram& program) {
+    for (std::uint16_t i = 0; i < program.length; ++i)
+      if (program.code[i].op == RuleOp::num_sms) return true;
+    return false;
+  };
+  for (std::uint16_t h = 0; h < table.heuristic_count; ++h)
+    if (uses(table.heuristics[h].rule)) return true;
+  for (std::uint16_t r = 0; r < table.requirement_count; ++r)
+    if (uses(table.requirements[r])) return true;
+  return false;
+}
+
+}  // namespace taot::detail

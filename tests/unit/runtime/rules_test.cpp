@@ -1,0 +1,371 @@
+// Launch-time rules: the evaluator against Python's results for the front end's programs
+// (tests/rules/rule_cases.json), and how a launch picks its config — caller, tuned table,
+// heuristics, default, each keeping to the requirements — against a brute-force reference.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "dispatch.h"
+#include "fake_driver.h"
+#include "rules.h"
+#include "taot/c_api.h"
+#include "taot/runtime.h"
+
+namespace taot::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+table::RuleOp op_named(const std::string& name) {
+#define TAOT_RULE_OP_MATCH(op, text, operands) \
+  if (name == text) return table::RuleOp::op;
+  TAOT_RULE_OPS(TAOT_RULE_OP_MATCH)
+#undef TAOT_RULE_OP_MATCH
+  ADD_FAILURE() << "unknown op " << name;
+  return table::RuleOp::lit;
+}
+
+// Rule programs built from the manifest's JSON form, with names resolved against `args` and `fields`.
+class Programs {
+ public:
+  table::RuleProgram add(const std::string& text, const json& program, const std::vector<std::string>& args,
+                         const std::vector<std::string>& fields) {
+    std::vector<table::RuleInstr> code;
+    for (const json& instr : program) {
+      table::RuleInstr out{op_named(instr.at("op").get<std::string>()), 0, 0, 0.0};
+      if (out.op == table::RuleOp::lit) out.integer = instr.at("value").get<std::int64_t>();
+      if (out.op == table::RuleOp::flit) out.real = instr.at("value").get<double>();
+      if (instr.contains("to")) out.operand = instr.at("to").get<std::uint16_t>();
+      if (instr.contains("name")) {
+        const std::string name = instr.at("name").get<std::string>();
+        const auto& names = out.op == table::RuleOp::field ? fields : args;
+        const auto found = std::find(names.begin(), names.end(), name);
+        EXPECT_NE(found, names.end()) << name;
+        out.operand = static_cast<std::uint16_t>(found - names.begin());
+      }
+      code.push_back(out);
+    }
+    texts_.push_back(text);
+    code_.push_back(std::move(code));
+    return {texts_.back().c_str(), code_.back().data(), static_cast<std::uint16_t>(code_.back().size())};
+  }
+
+ private:
+  std::deque<std::string> texts_;
+  std::deque<std::vector<table::RuleInstr>> code_;
+};
+
+// ---- the evaluator against Python ----
+
+TEST(RuleEvaluator, AgreesWithPythonOnEveryCase) {
+  std::ifstream file(TAOT_RULE_CASES);
+  ASSERT_TRUE(file) << TAOT_RULE_CASES;
+  const json cases = json::parse(file);
+  // The case file's names: scalars n, m, scale (fp32), flag, num_sms (an argument there); pointer
+  // bias; fields BLOCK, WARPS, EVEN.
+  static constexpr taot_dtype kI64[] = {TAOT_DTYPE_I64};
+  static constexpr taot_dtype kF32[] = {TAOT_DTYPE_FP32};
+  static constexpr taot_dtype kI1[] = {TAOT_DTYPE_I1};
+  const table::Arg args[] = {{"n", table::ArgKind::int_scalar, kI64, 1, false, 0, nullptr, 0, false, false},
+                             {"m", table::ArgKind::int_scalar, kI64, 1, false, 0, nullptr, 0, false, false},
+                             {"scale", table::ArgKind::float_scalar, kF32, 1, false, 0, nullptr, 0, false, false},
+                             {"flag", table::ArgKind::bool_scalar, kI1, 1, false, 0, nullptr, 0, false, false},
+                             {"bias", table::ArgKind::pointer, kF32, 1, false, 0, nullptr, 0, true, false},
+                             {"num_sms", table::ArgKind::int_scalar, kI64, 1, false, 0, nullptr, 0, false, false}};
+  static constexpr std::int64_t kBlocks[] = {256, 4096};
+  static constexpr std::int64_t kWarps[] = {4};
+  static constexpr std::int64_t kEven[] = {0, 1};
+  const table::ConfigField fields[] = {{"BLOCK", table::FieldKind::int_value, kBlocks, nullptr, 2, 0, nullptr},
+                                       {"WARPS", table::FieldKind::int_value, kWarps, nullptr, 1, 0, nullptr},
+                                       {"EVEN", table::FieldKind::bool_value, kEven, nullptr, 2, 0, nullptr}};
+  table::KernelTable kernel{};
+  kernel.library = "cases";
+  kernel.name = "rules";
+  kernel.args = args;
+  kernel.arg_count = 6;
+  kernel.fields = fields;
+  kernel.field_count = 3;
+  const std::vector<std::string> arg_names = {"n", "m", "scale", "flag", "bias", "num_sms"};
+  const std::vector<std::string> field_names = {"BLOCK", "WARPS", "EVEN"};
+  const double scale = cases.at("constants").at("scale").get<double>();
+  const std::int64_t num_sms = cases.at("constants").at("num_sms").get<std::int64_t>();
+
+  Programs programs;
+  std::size_t runs = 0;
+  for (const json& rule_case : cases.at("cases")) {
+    const std::string text = rule_case.at("rule").get<std::string>();
+    const table::RuleProgram program = programs.add(text, rule_case.at("program"), arg_names, field_names);
+    for (const json& run : rule_case.at("runs")) {
+      taot_arg values[6] = {};
+      values[0].integer = run[0].get<std::int64_t>();
+      values[1].integer = run[1].get<std::int64_t>();
+      values[2].real32 = static_cast<float>(scale);
+      values[3].integer = run[2].get<std::int64_t>();
+      values[4].address = run[3].get<int>() ? 0 : 0x1000;
+      values[5].integer = num_sms;
+      const std::uint16_t config[] = {static_cast<std::uint16_t>(run[4].get<std::int64_t>() == 4096 ? 1 : 0), 0,
+                                      static_cast<std::uint16_t>(run[5].get<int>())};
+      detail::RuleValue result{};
+      ASSERT_EQ(detail::evaluate_rule(program, kernel, values, {nullptr, nullptr, config}, 0, &result),
+                detail::RuleFault::none)
+          << text;
+      const json& expected = run[6];
+      if (expected.is_number_float()) {
+        EXPECT_TRUE(result.is_real) << text << " " << run.dump();
+        EXPECT_DOUBLE_EQ(result.as_real(), expected.get<double>()) << text << " " << run.dump();
+      } else {
+        EXPECT_FALSE(result.is_real) << text << " " << run.dump();
+        EXPECT_EQ(result.integer, expected.get<std::int64_t>()) << text << " " << run.dump();
+      }
+      ++runs;
+    }
+  }
+  EXPECT_GT(runs, 1000u);
+}
+
+// ---- how a launch picks its config ----
+
+// softmax(x_ptr, n_cols; BLOCK_SIZE in 128..4096, num_warps in {4, 8}), every combination one
+// variant, default BLOCK_SIZE=4096 num_warps=4. Rules (each optional per test):
+//   heuristics: BLOCK_SIZE = max(128, next_power_of_2(n_cols)); num_warps = 8 if BLOCK_SIZE >= 2048 else 4
+//   requires:   n_cols <= BLOCK_SIZE
+//   tuning key: n_cols
+class SoftmaxTable {
+ public:
+  static constexpr std::int64_t kBlocks[] = {128, 256, 512, 1024, 2048, 4096};
+  static constexpr std::int64_t kWarps[] = {4, 8};
+
+  SoftmaxTable(bool heuristics, bool with_requirements, bool tuning_key) {
+    args_ = {{"x_ptr", table::ArgKind::pointer, kF32, 1, false, 0, nullptr, 0, false, false},
+             {"n_cols", table::ArgKind::int_scalar, kI32, 1, false, 0, nullptr, 0, false, false}};
+    fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 6, 5, nullptr},
+               {"num_warps", table::FieldKind::int_value, kWarps, nullptr, 2, 0, nullptr}};
+    for (std::uint16_t b = 0; b < 6; ++b)
+      for (std::uint16_t w = 0; w < 2; ++w) {
+        ids_.push_back("softmax_b" + std::to_string(kBlocks[b]) + "_w" + std::to_string(kWarps[w]));
+        configs_.push_back({b, w});
+        table::Variant variant{};
+        variant.id = ids_.back().c_str();
+        variant.specialization = kSpecialization;
+        variant.config = configs_.back().data();
+        variant.params = kParams;
+        variant.param_count = 2;
+        variant.grid[0] = variant.grid[1] = variant.grid[2] = {kOne, 1};
+        variant.images = &image_;
+        variant.image_count = 1;
+        variants_.push_back(variant);
+      }
+    const std::vector<std::string> arg_names = {"x_ptr", "n_cols"}, field_names = {"BLOCK_SIZE", "num_warps"};
+    if (heuristics) {
+      heuristics_.push_back({0, programs_.add("max(128, next_power_of_2(n_cols))",
+                                              json::parse(R"([{"op":"lit","value":128},{"op":"arg","name":"n_cols"},
+                                                  {"op":"next_power_of_2"},{"op":"max"}])"),
+                                              arg_names, field_names)});
+      heuristics_.push_back({1, programs_.add("8 if BLOCK_SIZE >= 2048 else 4",
+                                              json::parse(R"([{"op":"field","name":"BLOCK_SIZE"},{"op":"lit","value":2048},
+                                                  {"op":"ge"},{"op":"jz","to":6},{"op":"lit","value":8},{"op":"jmp","to":7},
+                                                  {"op":"lit","value":4}])"),
+                                              arg_names, field_names)});
+    }
+    if (with_requirements)
+      requirements_.push_back(programs_.add("n_cols <= BLOCK_SIZE",
+                                            json::parse(R"([{"op":"arg","name":"n_cols"},{"op":"field","name":"BLOCK_SIZE"},
+                                                {"op":"le"}])"),
+                                            arg_names, field_names));
+    kernel.library = "testlib";
+    kernel.name = "softmax";
+    kernel.grid_text[0] = kernel.grid_text[1] = kernel.grid_text[2] = "1";
+    kernel.args = args_.data();
+    kernel.arg_count = 2;
+    kernel.fields = fields_.data();
+    kernel.field_count = 2;
+    kernel.variants = variants_.data();
+    kernel.variant_count = static_cast<std::uint32_t>(variants_.size());
+    kernel.heuristics = heuristics_.data();
+    kernel.heuristic_count = static_cast<std::uint16_t>(heuristics_.size());
+    kernel.requirements = requirements_.data();
+    kernel.requirement_count = static_cast<std::uint16_t>(requirements_.size());
+    if (tuning_key) {
+      kernel.tuning_key = kTuningKey;
+      kernel.tuning_key_count = 1;
+    }
+  }
+  SoftmaxTable(const SoftmaxTable&) = delete;
+
+  // Bakes a table (keys ascending) for `device`: each entry (n_cols, BLOCK_SIZE index or unset,
+  // num_warps index or unset).
+  void bake(const char* device, table::TuningMatch match, std::vector<std::array<std::int64_t, 3>> entries) {
+    keys_.emplace_back();
+    tuned_configs_.emplace_back();
+    for (const auto& entry : entries) {
+      keys_.back().push_back(entry[0]);
+      tuned_configs_.back().push_back(entry[1] < 0 ? table::kUnsetValue : static_cast<std::uint16_t>(entry[1]));
+      tuned_configs_.back().push_back(entry[2] < 0 ? table::kUnsetValue : static_cast<std::uint16_t>(entry[2]));
+    }
+    tuned_.push_back({device, "test.json", match, static_cast<std::uint32_t>(entries.size()), keys_.back().data(),
+                      tuned_configs_.back().data()});
+    kernel.tuned = tuned_.data();
+    kernel.tuned_count = static_cast<std::uint16_t>(tuned_.size());
+  }
+
+  table::KernelTable kernel{};
+
+ private:
+  static constexpr taot_dtype kF32[] = {TAOT_DTYPE_FP32};
+  static constexpr taot_dtype kI32[] = {TAOT_DTYPE_I32};
+  static constexpr table::ArgSpecialization kSpecialization[] = {{TAOT_DTYPE_FP32, 0, 0, false},
+                                                                 {TAOT_DTYPE_I32, 0, 0, false}};
+  static constexpr std::uint16_t kParams[] = {0, 1};
+  static constexpr std::uint16_t kTuningKey[] = {1};
+  static constexpr table::GridInstr kOne[] = {{table::GridOp::literal, 0, 1}};
+  static constexpr unsigned char kCubin[32] = {};
+  table::Image image_{"sm_90", 90, false, kCubin, 32, "softmax", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0};
+  Programs programs_;
+  std::vector<table::Arg> args_;
+  std::vector<table::ConfigField> fields_;
+  std::deque<std::string> ids_;
+  std::deque<std::vector<std::uint16_t>> configs_;
+  std::vector<table::Variant> variants_;
+  std::vector<table::Heuristic> heuristics_;
+  std::vector<table::RuleProgram> requirements_;
+  std::deque<std::vector<std::int64_t>> keys_;
+  std::deque<std::vector<std::uint16_t>> tuned_configs_;
+  std::vector<table::TunedTable> tuned_;
+};
+
+std::vector<taot_arg> softmax_args(std::int64_t n_cols) {
+  return {arg(Ptr(CUdeviceptr{0x7f0000001000}, DType::fp32)), arg(static_cast<std::int32_t>(n_cols))};
+}
+
+struct Picked {
+  std::int64_t block = 0;
+  std::int64_t warps = 0;
+  Step step = Step::variant;
+};
+
+Expected<Picked> pick(const detail::DispatchIndex& index, const table::KernelTable& kernel, std::int64_t n_cols,
+                      const Selection& selection = Selection::automatic(), const table::TunedTable* tuned = nullptr) {
+  const std::vector<taot_arg> args = softmax_args(n_cols);
+  Expected<Choice> choice = index.choose(args.data(), args.size(), selection, nullptr, tuned, 132);
+  if (!choice.ok()) return std::move(choice).take_status();
+  const std::uint16_t* config = kernel.variants[choice->variant].config;
+  return Picked{SoftmaxTable::kBlocks[config[0]], SoftmaxTable::kWarps[config[1]], choice->step};
+}
+
+std::int64_t reference_block(std::int64_t n_cols) {
+  std::int64_t block = 128;
+  while (block < n_cols) block *= 2;
+  return block;
+}
+
+TEST(LaunchChoice, HeuristicsGiveTheirValuesForEveryRowLength) {
+  SoftmaxTable table(true, true, false);
+  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
+  ASSERT_TRUE(index.ok());
+  for (std::int64_t n_cols = 0; n_cols <= 4096; ++n_cols) {
+    Expected<Picked> picked = pick(*index, table.kernel, n_cols);
+    ASSERT_TRUE(picked.ok()) << n_cols << ": " << picked.status().message();
+    EXPECT_EQ(picked->block, reference_block(n_cols)) << n_cols;
+    EXPECT_EQ(picked->warps, reference_block(n_cols) >= 2048 ? 8 : 4) << n_cols;
+    EXPECT_EQ(picked->step, Step::heuristics);
+  }
+  Expected<Picked> above = pick(*index, table.kernel, 4097);
+  ASSERT_FALSE(above.ok());
+  EXPECT_EQ(above.status().code(), TAOT_NO_MATCHING_VARIANT);
+  EXPECT_THAT(above.status().message(),
+              HasSubstr("testlib::softmax: heuristic BLOCK_SIZE = max(128, next_power_of_2(n_cols)) gives 8192 with "
+                        "n_cols=4097, which was not compiled; compiled values: 128, 256, 512, 1024, 2048, 4096"));
+}
+
+TEST(LaunchChoice, RequirementsAloneTakeTheMostDefaultVariantThatSatisfiesThem) {
+  // Default BLOCK_SIZE=4096 satisfies every n_cols up to 4096: the default step keeps it.
+  SoftmaxTable table(false, true, false);
+  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
+  ASSERT_TRUE(index.ok());
+  for (std::int64_t n_cols : {1, 100, 4096}) {
+    Expected<Picked> picked = pick(*index, table.kernel, n_cols);
+    ASSERT_TRUE(picked.ok()) << picked.status().message();
+    EXPECT_EQ(picked->block, 4096);
+    EXPECT_EQ(picked->warps, 4);
+    EXPECT_EQ(picked->step, Step::fallback);
+  }
+  // A caller's smaller block is kept when the rule holds, refused naming the rule when it does not.
+  FieldRequest small[2] = {request(std::optional<std::int64_t>(256)), {}};
+  Expected<Picked> fits = pick(*index, table.kernel, 200, Selection::config(small));
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(fits->block, 256);
+  EXPECT_EQ(fits->step, Step::config);
+  Expected<Picked> too_long = pick(*index, table.kernel, 300, Selection::config(small));
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_THAT(too_long.status().message(),
+              HasSubstr("testlib::softmax: no compiled variant with the config asked for satisfies n_cols <= BLOCK_SIZE "
+                        "with n_cols=300; compiled BLOCK_SIZE values: 256"));
+  Expected<Picked> none = pick(*index, table.kernel, 5000);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(),
+              HasSubstr("testlib::softmax: no compiled variant satisfies n_cols <= BLOCK_SIZE with n_cols=5000; "
+                        "compiled BLOCK_SIZE values: 128, 256, 512, 1024, 2048, 4096"));
+}
+
+TEST(LaunchChoice, ACallersFieldsWinAndHeuristicsFillTheOthers) {
+  SoftmaxTable table(true, true, false);
+  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
+  ASSERT_TRUE(index.ok());
+  // num_warps asked: BLOCK_SIZE from its heuristic.
+  FieldRequest warps[2] = {{}, request(std::optional<std::int64_t>(8))};
+  Expected<Picked> picked = pick(*index, table.kernel, 300, Selection::config(warps));
+  ASSERT_TRUE(picked.ok()) << picked.status().message();
+  EXPECT_EQ(picked->block, 512);
+  EXPECT_EQ(picked->warps, 8);
+  EXPECT_EQ(picked->step, Step::config);
+  // BLOCK_SIZE asked: the num_warps heuristic reads the caller's BLOCK_SIZE.
+  FieldRequest block[2] = {request(std::optional<std::int64_t>(2048)), {}};
+  picked = pick(*index, table.kernel, 300, Selection::config(block));
+  ASSERT_TRUE(picked.ok()) << picked.status().message();
+  EXPECT_EQ(picked->block, 2048);
+  EXPECT_EQ(picked->warps, 8);
+}
+
+TEST(LaunchChoice, TunedTablesComeBeforeHeuristicsAndKeepToTheRequirements) {
+  SoftmaxTable table(true, true, true);
+  // n_cols -> (BLOCK_SIZE index, num_warps index); 1000 leaves num_warps to the heuristic; the
+  // entry at 3000 breaks the requirement for n_cols above 2048 (then the heuristics choose).
+  table.bake("", table::TuningMatch::nearest, {{{1, 0, 1}}, {{1000, 3, -1}}, {{3000, 4, 0}}});
+  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
+  ASSERT_TRUE(index.ok());
+  const table::TunedTable* tuned = &table.kernel.tuned[0];
+  const struct {
+    std::int64_t n_cols, block, warps;
+    Step step;
+  } cases[] = {
+      {1, 128, 8, Step::table},         {100, 128, 8, Step::table},
+      {500, 512, 4, Step::heuristics},  // nearest entry 1: BLOCK_SIZE 128 < 500
+      {501, 1024, 4, Step::table},      // entry 1000; num_warps from the heuristic
+      {1000, 1024, 4, Step::table},
+      {2000, 2048, 8, Step::heuristics},  // a tie: the smaller key (1000), whose block is too short
+      {2001, 2048, 4, Step::table},     {2048, 2048, 4, Step::table},
+      {2049, 4096, 8, Step::heuristics},  {3000, 4096, 8, Step::heuristics},
+  };
+  for (const auto& c : cases) {
+    Expected<Picked> picked = pick(*index, table.kernel, c.n_cols, Selection::automatic(), tuned);
+    ASSERT_TRUE(picked.ok()) << c.n_cols << ": " << picked.status().message();
+    EXPECT_EQ(picked->block, c.block) << c.n_cols;
+    EXPECT_EQ(picked->warps, c.warps) << c.n_cols;
+    EXPECT_EQ(picked->step, c.step) << c.n_cols;
+  }
+  // Without a table for the device, the heuristics choose.
+  Expected<Picked> untabled = pick(*index, table.kernel, 100, Selection::automatic(), nullptr);
+  ASSERT_TRUE(untabled.ok());
+  EXPECT_EQ(untabled->step, Step::heuristics);
+}
+
+}  // namespace
+}  // namespace taot::testing
