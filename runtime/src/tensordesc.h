@@ -17,9 +17,13 @@
 
 namespace taot::detail {
 
+// The driver requires a tensor map to be 64-byte aligned; cuda.h's type carries that alignment
+// (128 bytes in CUDA 13), which clang refuses to see lowered by an alignas.
+static_assert(alignof(CUtensorMap) >= 64, "CUtensorMap must be at least 64-byte aligned");
+
 // The values one descriptor argument passes, kept alive until the launch call returns.
 struct TensordescParams {
-  alignas(64) CUtensorMap map;  // the driver requires 64-byte alignment
+  CUtensorMap map;
   std::uint64_t base;
   std::int64_t shape64[TAOT_TENSORDESC_MAX_RANK];
   std::int64_t strides[TAOT_TENSORDESC_MAX_RANK];
