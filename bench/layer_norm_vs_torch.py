@@ -1,17 +1,19 @@
 """Layer norm (forward) bandwidth, side by side: the taot module (examples/layer_norm/aot.py),
 torch.nn.functional.layer_norm, and the same kernel and config through Triton JIT (jit.py), for 4096
 rows x {1024, 4096, 8192, 16384} columns in fp16 and bf16 (and fp32 at 4096 x 4096), with weight and
-bias. GPU time per call: triton.testing.do_bench median (CUDA events around each call, L2 flushed
-before each, so the CPU launch cost is hidden behind the flush); GB/s counts reading x, weight and
-bias and writing y once (the 8 bytes per row of mean and rstd are left out: torch writes them too).
-Needs the generated module layer_norm on PYTHONPATH (scripts/gpu_examples.sh builds it); without
-torch or a GPU it says so and exits 0."""
+bias. Both choose the config the kernel's @triton.heuristics give (the runtime in C++, Triton in
+Python); the config column shows the runtime's choice. GPU time per call: triton.testing.do_bench
+median (CUDA events around each call, L2 flushed before each, so the CPU launch cost is hidden
+behind the flush); GB/s counts reading x, weight and bias and writing y once (the 8 bytes per row of
+mean and rstd are left out: torch writes them too). Needs the generated module layer_norm on
+PYTHONPATH (scripts/gpu_examples.sh builds it); without torch or a GPU it says so and exits 0."""
 import sys
 from pathlib import Path
 
 from gpu_or_skip import torch_on_gpu  # bench/, the script's folder, is on sys.path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "layer_norm"))
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+sys.path[:0] = [str(EXAMPLES / "layer_norm"), str(EXAMPLES)]
 
 ROWS = 4096
 EPS = 1e-5
@@ -26,7 +28,7 @@ def main():
     import aot
     import jit
     import layer_norm as library  # the generated module
-    from configs import pick_config
+    from example_support import chosen
 
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     torch.manual_seed(0)
@@ -40,7 +42,8 @@ def main():
         x = (torch.randn(rows, cols, device="cuda") * 2 + 1).to(dtype)
         w = (torch.randn(cols, device="cuda") + 1).to(dtype)
         b = torch.randn(cols, device="cuda").to(dtype)
-        config = pick_config(rows, cols)
+        stats = torch.empty(rows, device="cuda")
+        config, _ = chosen(library.layer_norm_fwd, x, x, w, b, stats, stats, rows, cols, x.stride(0), x.stride(0), EPS)
         y_taot, mean_taot, rstd_taot = aot.layer_norm(x, w, b, EPS, module=library)
         y_jit, mean_jit, rstd_jit = jit.layer_norm_jit(x, w, b, EPS)
         same = torch.equal(y_taot, y_jit) and torch.equal(mean_taot, mean_jit) and torch.equal(rstd_taot, rstd_jit)

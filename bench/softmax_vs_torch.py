@@ -1,15 +1,18 @@
 """Row-wise softmax bandwidth, side by side: the taot module (examples/softmax/aot.py), torch.softmax,
 and the same kernel and config through Triton JIT (jit.py), for 4096 rows x {1024, 4096, 8192,
-16384} columns in fp16 and bf16 (and fp32 at 4096 x 4096). GPU time per call: triton.testing.do_bench
-median (CUDA events around each call, L2 flushed before each, so the CPU launch cost is hidden behind
-the flush); GB/s counts reading x and writing y once. Needs the generated module softmax on PYTHONPATH
+16384} columns in fp16 and bf16 (and fp32 at 4096 x 4096). Both choose the config the kernel's
+@triton.heuristics give (the runtime in C++, Triton in Python); the config column shows the
+runtime's choice. GPU time per call: triton.testing.do_bench median (CUDA events around each call,
+L2 flushed before each, so the CPU launch cost is hidden behind the flush); GB/s counts reading x
+and writing y once. Needs the generated module softmax on PYTHONPATH
 (scripts/gpu_examples.sh builds it); without torch or a GPU it says so and exits 0."""
 import sys
 from pathlib import Path
 
 from gpu_or_skip import torch_on_gpu  # bench/, the script's folder, is on sys.path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "softmax"))
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+sys.path[:0] = [str(EXAMPLES / "softmax"), str(EXAMPLES)]
 
 ROWS = 4096
 SHAPES = [(ROWS, cols, dtype) for dtype in ("fp16", "bf16") for cols in (1024, 4096, 8192, 16384)] + \
@@ -23,7 +26,7 @@ def main():
     import aot
     import jit
     import softmax as library  # the generated module
-    from configs import pick_config
+    from example_support import chosen
 
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     torch.manual_seed(0)
@@ -34,7 +37,7 @@ def main():
           f"{'taot us':>8} {'torch us':>9} {'JIT us':>7} {'taot/JIT':>9} {'taot/torch':>11} {'bitwise':>8}")
     for rows, cols, name in SHAPES:
         x = torch.randn(rows, cols, device="cuda").mul_(4).to(dtypes[name])
-        config = pick_config(rows, cols)
+        config, _ = chosen(library.softmax, x, x, rows, cols, x.stride(0), x.stride(0))
         y_taot = aot.softmax(x, module=library)
         y_jit = jit.softmax_jit(x)
         same = torch.equal(y_taot, y_jit)

@@ -6,14 +6,14 @@ import math
 
 import torch
 
-from configs import pick_config
-
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def module_launch(module):
     """The launch of the generated module: layer_norm_fwd(x, y, w, b, mean, rstd, n_rows, n_cols,
-    x_row_stride, y_row_stride, eps, **config), on torch's current stream; the grid from the spec."""
+    x_row_stride, y_row_stride, eps, **config), on torch's current stream; the grid from the spec.
+    Without config keywords the runtime computes the config from n_rows and n_cols with the
+    kernel's heuristics."""
     return module.layer_norm_fwd
 
 
@@ -22,9 +22,12 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, config=None, module=None, la
     fp16 / bf16 x, y in x's dtype; mean and rstd = 1 / sqrt(var + eps) fp32, shaped x.shape[:-1]
     (what a backward pass needs). weight and bias: [n_cols] in x's dtype, or None (ones / zeros).
 
-    config: a dict of configs.CONFIGS (configs.pick_config by default); module: the generated module
+    config: None (the kernel's heuristics choose: the smallest block that holds a row, and so on), or
+    config fields to ask for (BLOCK_SIZE, BLOCK_ROWS, num_warps: through the module, the heuristics
+    compute the ones left out; through the JIT, give all three); module: the generated module
     (`import layer_norm` by default); launch: a callable taking the kernel's arguments and config
-    keywords, in place of the module (jit.py passes Triton's)."""
+    keywords, in place of the module (jit.py passes Triton's). Rows longer than the largest compiled
+    block fail in the module's call (ValueError naming the block the heuristics asked for)."""
     if x.dtype not in DTYPES:
         raise TypeError(f"layer_norm: x must be fp32, fp16 or bf16, got {x.dtype}")
     if x.dim() == 0:
@@ -48,9 +51,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, config=None, module=None, la
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     if n_rows and n_cols:
-        config = dict(config or pick_config(n_rows, n_cols))
         launch(rows_in, y, weight, bias, mean, rstd, n_rows, n_cols, rows_in.stride(0), y.stride(0), float(eps),
-               **config)
+               **(config or {}))
     elif n_rows:
         mean.fill_(float("nan"))                           # statistics of empty rows, as torch has them
         rstd.fill_(float("nan"))

@@ -5,20 +5,24 @@
 #   pytest examples/layer_norm -m gpu -v
 #
 # Checks: y, mean and rstd for fp32 / fp16 / bf16 over a sweep of shapes (n_cols from 1 to 16384,
-# powers of two and ragged, one to 4096 rows), every config layer_norm.toml compiles (in the JIT: the
-# aligned specialization), rows that are strided views (not 16-byte aligned, padded row strides),
-# constant rows (variance 0: rstd = 1/sqrt(eps)), a large mean, no weight / bias, 3-d inputs,
-# empty tensors. Outputs are poisoned (NaN) before launch; padding around the rows must stay untouched.
+# powers of two and ragged, one to 4096 rows) with the config the kernel's @triton.heuristics choose,
+# every config layer_norm.toml compiles (in the JIT: the aligned specialization), rows that are
+# strided views (not 16-byte aligned, padded row strides), constant rows (variance 0: rstd =
+# 1/sqrt(eps)), a large mean, no weight / bias, 3-d inputs, empty tensors. Outputs are poisoned (NaN)
+# before launch; padding around the rows must stay untouched.
 import zlib
 
 import pytest
 
-from example_support import gpu_marks, torch_and_skip_reason  # on sys.path through conftest.py
+from example_support import gpu_marks, heuristic_configs, torch_and_skip_reason, triton_heuristics_config
 
 torch, SKIP_REASON = torch_and_skip_reason()
 pytestmark = gpu_marks(SKIP_REASON)
 
-import configs  # noqa: E402  (plain Python)
+try:
+    from layer_norm_kernels import layer_norm_fwd_kernel
+except ImportError:  # no Triton: nothing here runs, and the spec tests say why
+    layer_norm_fwd_kernel = None
 
 if SKIP_REASON is None:
     import jit
@@ -28,8 +32,18 @@ DTYPE_NAMES = ["fp32", "fp16", "bf16"]
 EPS = 1e-5
 # (rtol, atol) of y against the fp64 reference: y is O(1) to O(10), rounded to the dtype
 TOLERANCES = {"fp32": (1e-4, 1e-4), "fp16": (2e-3, 4e-3), "bf16": (1.6e-2, 3e-2)}
+MAX_COLS = 16384                # the largest block layer_norm.toml compiles (test_layer_norm_spec.py checks it)
 SHAPES = [(1, 1), (1, 7), (3, 100), (4096, 256), (777, 257), (64, 1000), (4096, 1024), (5, 1537),
           (300, 2048), (4096, 4096), (17, 5000), (1024, 8192), (3, 10000), (256, 16384)]
+
+
+def heuristic_config(n_rows, n_cols):
+    """The config the kernel's @triton.heuristics give a call (Triton's JIT and taot's runtime alike)."""
+    return triton_heuristics_config(layer_norm_fwd_kernel, n_rows=n_rows, n_cols=n_cols)
+
+
+# Every config the heuristics choose for some call: the 10 configs layer_norm.toml compiles.
+CONFIGS = heuristic_configs(layer_norm_fwd_kernel, MAX_COLS) if layer_norm_fwd_kernel is not None else []
 
 
 def torch_dtype(name):
@@ -111,7 +125,7 @@ def test_shapes(shape, dtype_name):
 
 
 @pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
-@pytest.mark.parametrize("config", configs.CONFIGS, ids=config_id)
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_every_config(config, dtype_name):
     """Every config of layer_norm.toml on an aligned shape (n_cols a multiple of 16, ragged in the block)."""
     seed("config", config_id(config), dtype_name)
@@ -126,8 +140,7 @@ def test_every_config(config, dtype_name):
 def test_misaligned_views(n_cols, dtype_name):
     """Rows starting one element into a padded buffer: not 16-byte aligned, row stride n_cols + 16."""
     seed("views", n_cols, dtype_name)
-    config = configs.pick_config(5, n_cols)
-    result, x, w, b, untouched = run_padded(jit.jit_launch, 5, n_cols, dtype_name, config, aligned=False)
+    result, x, w, b, untouched = run_padded(jit.jit_launch, 5, n_cols, dtype_name, {}, aligned=False)
     check(result, x, w, b, dtype_name, label=f"view {n_cols}")
     assert untouched, "the kernel wrote outside the rows"
 
@@ -160,7 +173,5 @@ def test_empty_and_refused():
     assert y.shape == (0, 10) and mean.shape == (0,)
     y, mean, rstd = jit.layer_norm_jit(torch.empty(3, 0, device="cuda"))
     assert y.shape == (3, 0) and mean.shape == (3,)
-    with pytest.raises(ValueError, match="longer than the largest compiled block"):
-        jit.layer_norm_jit(torch.zeros(2, configs.MAX_COLS + 1, device="cuda"))
     with pytest.raises(ValueError, match="weight must be"):
         jit.layer_norm_jit(torch.zeros(2, 8, device="cuda"), torch.ones(8, device="cuda", dtype=torch.float16))

@@ -5,24 +5,26 @@ import math
 
 import torch
 
-from configs import pick_config
-
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def module_launch(module):
     """The launch of the generated module: softmax(x, y, n_rows, n_cols, x_row_stride, y_row_stride,
-    **config), on torch's current stream; the grid comes from the spec."""
+    **config), on torch's current stream; the grid comes from the spec. Without config keywords the
+    runtime computes the config from n_rows and n_cols with the kernel's heuristics."""
     return module.softmax
 
 
 def softmax(x, dim=-1, out=None, config=None, module=None, launch=None):
     """torch.softmax(x, dim) for fp32 / fp16 / bf16 x, result in x's dtype (fp32 arithmetic).
 
-    out: an optional result tensor shaped like x (its dimension `dim` of unit stride); config: a dict
-    of configs.CONFIGS (configs.pick_config by default); module: the generated module (`import
+    out: an optional result tensor shaped like x (its dimension `dim` of unit stride); config: None
+    (the kernel's heuristics choose: the smallest block that holds a row, and so on), or config
+    fields to ask for (BLOCK_SIZE, BLOCK_ROWS, num_warps: through the module, the heuristics compute
+    the ones left out; through the JIT, give all three); module: the generated module (`import
     softmax` by default); launch: a callable taking the kernel's arguments and config keywords, in
-    place of the module (jit.py passes Triton's)."""
+    place of the module (jit.py passes Triton's). Rows longer than the largest compiled block fail
+    in the module's call (ValueError naming the block the heuristics asked for)."""
     if x.dtype not in DTYPES:
         raise TypeError(f"softmax: x must be fp32, fp16 or bf16, got {x.dtype}")
     if launch is None:
@@ -42,8 +44,7 @@ def softmax(x, dim=-1, out=None, config=None, module=None, launch=None):
     in_place = out is not None and last and out.is_contiguous()      # write straight into out
     rows_out = out.view(n_rows, n_cols) if in_place else torch.empty(n_rows, n_cols, dtype=x.dtype, device=x.device)
     if n_rows and n_cols:
-        config = dict(config or pick_config(n_rows, n_cols))
-        launch(rows_in, rows_out, n_rows, n_cols, rows_in.stride(0), rows_out.stride(0), **config)
+        launch(rows_in, rows_out, n_rows, n_cols, rows_in.stride(0), rows_out.stride(0), **(config or {}))
     if in_place:
         return out
     result = rows_out.view(src.shape)

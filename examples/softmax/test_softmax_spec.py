@@ -1,39 +1,17 @@
-# No GPU needed: the configs that configs.py lists (and aot.py / jit.py launch) are exactly the ones
-# softmax.toml compiles, for each dtype and specialization, and pick_config only returns those.
-import sys
+# No GPU needed: the config a launch without one gets. softmax.toml compiles the kernel's
+# @triton.heuristics into rule programs (as manifest.json holds them and the runtime runs them) and
+# `requires = ["n_cols <= BLOCK_SIZE"]`; for every n_cols from 1 to the largest block, and row counts
+# on both sides of every multi-row threshold, the programs give Triton's own result, the policy the
+# README states, a config the spec compiled for every dtype and specialization, and one the rules
+# accept; every compiled config is chosen for some call; a longer row gets a block that was not
+# compiled (example_support.check_row_example_spec).
 from pathlib import Path
 
-import pytest
-
-import configs
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "python"))        # the taot front end of this checkout
+from example_support import check_row_example_spec, load_kernel_spec
 
 
-def spec_variants():
-    pytest.importorskip("triton", reason="the taot front end imports the kernel with Triton")
-    from taot.spec import load_spec
-    return load_spec(HERE / "softmax.toml").variants["softmax"]
-
-
-def test_configs_match_the_spec():
-    by_input = {}
-    for variant in spec_variants():
-        x = variant.bindings[0]
-        by_input.setdefault((x.type, x.align), []).append(dict(variant.config))
-    assert sorted(by_input) == sorted((t, a) for t in ("fp32", "fp16", "bf16") for a in (16, 0))
-    for key, compiled in by_input.items():
-        assert compiled == configs.CONFIGS, f"{key}: the spec compiles {compiled}, configs.py lists {configs.CONFIGS}"
-
-
-def test_pick_config_returns_compiled_configs():
-    for n_rows in (1, 100, 4096, 65536):
-        for n_cols in list(range(1, 300)) + [1000, 1024, 1025, 4096, 5000, 16384, 20000, configs.MAX_COLS]:
-            config = configs.pick_config(n_rows, n_cols)
-            assert config in configs.CONFIGS, (n_rows, n_cols, config)
-            assert config["BLOCK_SIZE"] >= n_cols
-            for warps in configs.warp_choices(config["BLOCK_SIZE"] * config["BLOCK_ROWS"]):
-                assert configs.pick_config(n_rows, n_cols, num_warps=warps) in configs.CONFIGS
-    with pytest.raises(ValueError, match="longer than the largest compiled block"):
-        configs.pick_config(1, configs.MAX_COLS + 1)
+def test_the_spec_chooses_a_compiled_config_that_holds_the_row_for_every_row_length():
+    spec = Path(__file__).resolve().parent / "softmax.toml"
+    load_kernel_spec(spec, "softmax")                  # skips without Triton, before the kernel's import
+    from softmax_kernels import softmax_kernel
+    check_row_example_spec(spec, "softmax", softmax_kernel, min_block=128, max_cols=32768, config_count=13)
