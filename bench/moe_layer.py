@@ -1,6 +1,9 @@
 """MoE layer time, side by side: the layer through the taot module (examples/fused_moe/aot.py),
 the same kernels and configs through Triton JIT (jit.py), and the plain-torch reference, for input
 tokens {1, 1024, 2048, 4096, 8192}, E=128, top_k=8, hidden 2048, intermediate 768, bf16 and fp8.
+The GEMM tile comes from the tuned table for the device (examples/fused_moe/tuned_configs/, vLLM's
+format): the taot runtime looks it up by M, the JIT path applies vLLM's nearest-M rule to the same
+file (the spec's default tile on a device without one); the tile column shows it.
 End-to-end time per layer call (CPU launch cost included): triton.testing.do_bench median, ms.
 Needs the generated module fused_moe on PYTHONPATH (scripts/gpu_suite.sh builds it)."""
 import math
@@ -33,7 +36,8 @@ def main():
     torch.manual_seed(0)
     print(f"MoE layer, E={E} top_k={TOP_K} hidden={HIDDEN} intermediate={INTER}, {torch.cuda.get_device_name()}")
     print("median ms per layer call (do_bench), same kernels and configs for taot and JIT")
-    print(f"{'dtype':6} {'tokens':>6} {'taot':>9} {'JIT':>9} {'torch ref':>10} {'taot/JIT':>9} {'max |taot-JIT|':>15}")
+    print(f"{'dtype':6} {'tokens':>6} {'tile':>20} {'taot':>9} {'JIT':>9} {'torch ref':>10} {'taot/JIT':>9} "
+          f"{'max |taot-JIT|':>15}")
     for use_fp8 in (False, True):
         w1, w2, s1, s2 = weights(use_fp8)
         for tokens in TOKENS:
@@ -50,7 +54,9 @@ def main():
             taot_ms = triton.testing.do_bench(run_taot, warmup=50, rep=300, return_mode="median")
             jit_ms = triton.testing.do_bench(run_jit, warmup=50, rep=300, return_mode="median")
             ref_ms = triton.testing.do_bench(run_ref, warmup=5, rep=100, return_mode="median")
-            print(f"{'fp8' if use_fp8 else 'bf16':6} {tokens:6} {taot_ms:9.3f} {jit_ms:9.3f} {ref_ms:10.3f} "
+            tile = jit.vllm_config(tokens, torch.cuda.get_device_name()) or jit.DEFAULT_GEMM_CONFIG
+            tile = "m{BLOCK_SIZE_M} n{BLOCK_SIZE_N} g{GROUP_SIZE_M} w{num_warps}".format(**tile)
+            print(f"{'fp8' if use_fp8 else 'bf16':6} {tokens:6} {tile:>20} {taot_ms:9.3f} {jit_ms:9.3f} {ref_ms:10.3f} "
                   f"{taot_ms / jit_ms:9.3f} {difference:15.3g}")
 
 

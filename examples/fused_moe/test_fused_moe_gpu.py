@@ -285,7 +285,8 @@ def test_seed_case_fp8(seed_layer, config):
 @pytest.mark.parametrize("E", [8, 128])
 @pytest.mark.parametrize("M", [1, 7, 83, 512, 2048])
 def test_layer_sweep(M, E, top_k, use_fp8):
-    """N (intermediate) = 512, K (hidden) = 1024; the config jit.default_config picks."""
+    """N (intermediate) = 512, K (hidden) = 1024; the tile vLLM's rule picks for M from this device's
+    tuned file (the spec's default tile on a device without one)."""
     seed("sweep", M, E, top_k, use_fp8)
     check_layer(make_layer(M, E, top_k, H=1024, I=512, use_fp8=use_fp8), use_fp8, None)
 
