@@ -1,17 +1,31 @@
 // Python bindings of generated libraries (nanobind, header-only): a generated <lib>_python.cpp
-// calls bind_kernel() once per kernel. Arrays are torch tensors (read through DLPack's C exchange
-// table when torch has one, else through their attributes; no build-time dependency on torch) or
-// any object with __cuda_array_interface__ or __dlpack__; tensor-descriptor arguments take
-// TensorDescriptor-like objects or whole arrays; launches go to the caller's current
-// torch stream unless `stream=` says otherwise; errors become Python exceptions carrying the
-// runtime's message. Functions hold the GIL (launches are short) and are thread-safe.
+// calls bind_kernel() once per kernel. A kernel is a callable object of its own type, called
+// through vectorcall (no tuple or dict per call; config keywords matched by pointer and resolved
+// once per set of names and values), with bind() for a launcher whose config is resolved once,
+// choose(), variants() and run-time tuned tables. Arrays are torch tensors (read through DLPack's
+// C exchange table when torch has one, else through their attributes; no build-time dependency on
+// torch) or any object with __cuda_array_interface__ or __dlpack__; tensor-descriptor arguments
+// take TensorDescriptor-like objects or whole arrays; launches go to the caller's current torch
+// stream unless `stream=` says otherwise; errors become Python exceptions carrying the runtime's
+// message. Functions hold the GIL (launches are short) and are thread-safe. Needs Python 3.9.
 #pragma once
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#if PY_VERSION_HEX < 0x03090000
+#error "taot's Python modules need Python 3.9 or newer (vectorcall objects)"
+#endif
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#endif
+
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -142,7 +156,7 @@ inline std::string shape_text(nb::handle sequence) {
 // find the caller's current stream there.
 struct LaunchSite {
   std::int32_t device = -1;                           // -1: no argument said
-  std::string device_arg;                             // the argument that set `device`
+  const char* device_arg = "";                        // the argument that set `device` (the table's name)
   const dlpack::ExchangeApi* stream_api = nullptr;    // a framework that knows the current stream
   bool legacy_torch = false;                          // a torch tensor read through its attributes
   std::vector<std::pair<std::size_t, nb::handle>> deferred;  // __dlpack__() objects, read once the stream is known
@@ -161,7 +175,7 @@ inline void check_device(const table::KernelTable& table, const table::Arg& arg,
     site.device_arg = arg.name;
   } else if (site.device != device_id) {
     throw nb::value_error((prefix(table, arg) + "the array is on cuda:" + std::to_string(device_id) + " but " +
-                           site.device_arg + " is on cuda:" + std::to_string(site.device)).c_str());
+                           std::string(site.device_arg) + " is on cuda:" + std::to_string(site.device)).c_str());
   }
 }
 
@@ -627,29 +641,56 @@ inline nb::object field_value(const table::ConfigField& field, std::uint16_t ind
   return nb::int_(field.int_values[index]);
 }
 
-// The request for a config keyword. A string's text points into `item`, which the caller's
-// kwargs keep alive for the launch.
+// A Python int as an int64 (ints and objects with __index__); a TypeError saying that `what()`
+// (made only for the message) takes an int for anything else, a ValueError for an int beyond 64 bits.
+template <class What>
+std::int64_t int64_of(nb::handle item, const What& what) {
+  nb::object index;
+  PyObject* integer = item.ptr();
+  if (!PyLong_Check(integer)) {
+    if (!PyIndex_Check(integer))
+      throw nb::type_error((what() + " takes an int, got " + nb::type_name(item.type()).c_str()).c_str());
+    index = nb::steal(PyNumber_Index(integer));
+    if (!index.is_valid()) throw nb::python_error();
+    integer = index.ptr();
+  }
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(integer, &overflow);
+  if (overflow != 0) throw nb::value_error((what() + ": " + nb::str(item).c_str() + " does not fit in 64 bits").c_str());
+  if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+  return value;
+}
+
+// The request for a config keyword's value; a TypeError naming the field for a value of the wrong
+// type. A string's text points into `item`, which must outlive the launch.
 inline FieldRequest field_request(const table::KernelTable& table, const table::ConfigField& field, nb::handle item) {
+  const auto what = [&] { return std::string(table.library) + "." + table.name + "(): config " + field.name; };
   FieldRequest request;
   request.set = true;
   switch (field.kind) {
-    case table::FieldKind::float_value: request.real = nb::cast<double>(item); break;
-    case table::FieldKind::dtype_value:
-      request.integer = static_cast<std::int64_t>(dtype_from_name(nb::cast<std::string>(item)));
+    case table::FieldKind::float_value:
+      request.real = PyFloat_AsDouble(item.ptr());
+      if (request.real == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw nb::type_error((what() + " takes a float, got " + nb::type_name(item.type()).c_str()).c_str());
+      }
       break;
+    case table::FieldKind::dtype_value:
     case table::FieldKind::string_value: {
       Py_ssize_t size = 0;
       const char* text = PyUnicode_Check(item.ptr()) ? PyUnicode_AsUTF8AndSize(item.ptr(), &size) : nullptr;
       if (text == nullptr) {
         PyErr_Clear();
-        throw nb::type_error((std::string(table.library) + "." + table.name + "(): config " + field.name +
-                              " takes a str, got " + nb::type_name(item.type()).c_str()).c_str());
+        throw nb::type_error((what() + " takes a " + (field.kind == table::FieldKind::dtype_value ? "dtype name (a str)" : "str") +
+                              ", got " + nb::type_name(item.type()).c_str()).c_str());
       }
-      request.text = std::string_view(text, static_cast<std::size_t>(size));
+      const std::string_view view(text, static_cast<std::size_t>(size));
+      if (field.kind == table::FieldKind::dtype_value) request.integer = static_cast<std::int64_t>(dtype_from_name(view));
+      else request.text = view;
       break;
     }
     case table::FieldKind::int_value:
-    case table::FieldKind::bool_value: request.integer = nb::cast<std::int64_t>(item); break;
+    case table::FieldKind::bool_value: request.integer = int64_of(item, what); break;
   }
   return request;
 }
@@ -667,21 +708,21 @@ inline const char* field_schema_type(const table::ConfigField& field) {
 
 // The `grid=` keyword: an int (x) or a tuple or list of 1 to 3 ints (x, y, z); missing dims are 1.
 inline Grid grid_arg(const table::KernelTable& table, nb::handle item) {
+  const auto what = [&] { return std::string(table.library) + "." + table.name + "(): grid="; };
   const auto fail = [&]() {
-    return nb::type_error((std::string(table.library) + "." + table.name +
-                           "(): grid= takes an int or a tuple or list of 1 to 3 ints, got " +
+    return nb::type_error((what() + " takes an int or a tuple or list of 1 to 3 ints, got " +
                            nb::type_name(item.type()).c_str()).c_str());
   };
   std::int64_t dims[3] = {1, 1, 1};
   if (PyLong_Check(item.ptr())) {
-    dims[0] = nb::cast<std::int64_t>(item);
+    dims[0] = int64_of(item, what);
   } else if (PyTuple_Check(item.ptr()) || PyList_Check(item.ptr())) {
-    const std::size_t count = nb::len(item);
+    const Py_ssize_t count = PySequence_Fast_GET_SIZE(item.ptr());
     if (count < 1 || count > 3) throw fail();
-    std::size_t d = 0;
-    for (nb::handle dim : item) {
+    for (Py_ssize_t d = 0; d < count; ++d) {
+      nb::handle dim(PySequence_Fast_GET_ITEM(item.ptr(), d));
       if (!PyLong_Check(dim.ptr())) throw fail();
-      dims[d++] = nb::cast<std::int64_t>(dim);
+      dims[d] = int64_of(dim, what);
     }
   } else {
     throw fail();
@@ -689,80 +730,680 @@ inline Grid grid_arg(const table::KernelTable& table, nb::handle item) {
   return Grid{dims[0], dims[1], dims[2]};
 }
 
-}  // namespace detail
+// ---------------------------------------------------------------------------------------------
+// Calls. A kernel is a Python object of its own type, called through vectorcall: a call's
+// arguments and keywords arrive as an array and a tuple of names, and no tuple or dict is made.
+// ---------------------------------------------------------------------------------------------
 
-// Launches `kernel` with Python arguments: the call arguments in order (launch-only ints
-// included; None for a pointer that may be None), then keywords: `stream`, `variant` (an index
-// into the variant list), `grid` (an int or 1 to 3 ints replacing the kernel's grid) or config
-// fields by name (exact selection; string fields take a str).
-inline void launch(Kernel& kernel, nb::args args, nb::kwargs kwargs) {
-  const table::KernelTable& table = kernel.table();
-  if (args.size() != table.arg_count)
-    throw nb::type_error((std::string(table.library) + "." + table.name + "() takes " +
-                          std::to_string(table.arg_count) + " arguments, got " + std::to_string(args.size()))
-                             .c_str());
-  constexpr std::size_t kInlineArgs = 32;
-  taot_arg inline_values[kInlineArgs];
-  std::vector<taot_arg> heap_values;
-  taot_arg* values = inline_values;
-  if (table.arg_count > kInlineArgs) {
-    heap_values.resize(table.arg_count);
-    values = heap_values.data();
+// A call's arguments as taot_args (the first 32 in place), read from the Python objects in order.
+class CallArgs {
+ public:
+  // Reads args[0 .. table.arg_count), whose count the caller checked.
+  CallArgs(const table::KernelTable& table, PyObject* const* args) : conversion_(nullptr) {
+    if (table.arg_count > kInlineArgs) heap_values_.resize(table.arg_count);
+    conversion_.values = table.arg_count > kInlineArgs ? heap_values_.data() : inline_values_;
+    for (std::size_t a = 0; a < table.arg_count; ++a) {
+      table::visit_arg_kind(table.args[a].kind, [&](auto tag) {
+        PythonArgOf<decltype(tag)>::convert(table, a, nb::handle(args[a]), conversion_);
+      });
+    }
   }
-  detail::Conversion conversion(values);
-  for (std::size_t a = 0; a < table.arg_count; ++a) {
-    table::visit_arg_kind(table.args[a].kind, [&](auto tag) {
-      detail::PythonArgOf<decltype(tag)>::convert(table, a, args[a], conversion);
-    });
-  }
-  detail::LaunchSite& site = conversion.site;
+  CallArgs(const CallArgs&) = delete;
+  CallArgs& operator=(const CallArgs&) = delete;
 
-  nb::handle stream;
-  Selection selection = Selection::automatic();
-  std::vector<FieldRequest> fields;
+  // Checks that the arrays are on the current device, finds the stream (`stream`: the stream=
+  // keyword, or null) and reads the arrays given through __dlpack__, which need it.
+  CUstream finish(const table::KernelTable& table, nb::handle stream) {
+    LaunchSite& site = conversion_.site;
+    check_current_device(table, site);
+    const CUstream launch_stream = stream_arg(stream, site);
+    for (const auto& [index, object] : site.deferred)
+      conversion_.values[index] = dlpack_arg(table, table.args[index], object, launch_stream, site);
+    return launch_stream;
+  }
+  const taot_arg* values() const noexcept { return conversion_.values; }
+
+ private:
+  static constexpr std::size_t kInlineArgs = 32;
+  taot_arg inline_values_[kInlineArgs];
+  std::vector<taot_arg> heap_values_;
+  Conversion conversion_;
+};
+
+// A call's config requests, one per field in table order, all unset at first (the first 32 in
+// place; only the kernel's fields are initialized).
+class FieldRequests {
+ public:
+  explicit FieldRequests(std::size_t count) {
+    if (count > kInlineFields) heap_requests_.resize(count);
+    data_ = count > kInlineFields ? heap_requests_.data() : inline_.requests;
+    if (count <= kInlineFields) std::uninitialized_fill_n(data_, count, FieldRequest{});
+  }
+  FieldRequests(const FieldRequests&) = delete;
+  FieldRequests& operator=(const FieldRequests&) = delete;
+  FieldRequest* data() noexcept { return data_; }
+
+ private:
+  static constexpr std::size_t kInlineFields = 32;
+  union InlineRequests {
+    InlineRequests() noexcept {}  // left uninitialized: the constructor fills what the kernel uses
+    FieldRequest requests[kInlineFields];
+  } inline_;
+  std::vector<FieldRequest> heap_requests_;
+  FieldRequest* data_ = nullptr;
+};
+
+// What a call keyword names: a config field (its index, >= 0) or one of these.
+constexpr std::int32_t kStreamKeyword = -1;
+constexpr std::int32_t kVariantKeyword = -2;
+constexpr std::int32_t kGridKeyword = -3;
+constexpr std::int32_t kUnknownKeyword = -4;
+
+// What a call's keywords ask for besides config fields.
+struct CallOptions {
+  nb::handle stream;  // stream=, or null
   bool has_grid = false;
   Grid grid;
-  for (auto [key, item] : kwargs) {
-    if (item.is_none()) continue;  // unset (torch custom ops pass every config keyword)
-    const std::string name = nb::cast<std::string>(key);
-    if (name == "stream") {
-      stream = item;
-      continue;
+  bool has_variant = false;
+  std::size_t variant = 0;
+  bool has_config = false;  // some config keyword was given and not None
+};
+
+// One set of keyword names a kernel was called with, resolved (see KeywordCache).
+struct ResolvedKeywords {
+  std::vector<nb::object> names;     // held, so that a pointer match is a match
+  std::vector<std::int32_t> slots;   // per keyword: a field index or k...Keyword
+  std::vector<nb::object> values;    // per config keyword: its value when immutable (held), else null
+  std::vector<FieldRequest> fields;  // what those values request, in table order
+  bool reusable = false;             // every config value is held: `fields` holds for the same values
+  bool has_config = false;
+};
+
+// Config keywords resolved to field requests, for the last few sets of keyword names a kernel was
+// called with. A call whose keyword names are the same string objects as an entry's (Python
+// interns the keywords written in a call, and a dict's keys stay the same objects) reuses the
+// entry's slots; if its config values are also the same objects as the entry's, which holds them
+// and admits only immutable ones (exact ints, floats, strs, bools, None), it reuses the requests.
+// Other values (int subclasses, objects with __index__) are read at every call, so the cache never
+// answers for a value that may have changed. It only resolves keywords: the variant is chosen by
+// the runtime at every call from the arguments. The GIL guards it; a call copies what it takes
+// before anything that may run Python code.
+class KeywordCache {
+ public:
+  // The entry for `names` (the same objects, in order), or null.
+  ResolvedKeywords* find(PyObject* const* names, std::size_t count) noexcept {
+    for (ResolvedKeywords& entry : entries_) {
+      if (entry.names.size() != count) continue;
+      std::size_t k = 0;
+      while (k < count && entry.names[k].ptr() == names[k]) ++k;
+      if (k == count) return &entry;
     }
-    if (name == "variant") {
-      selection = Selection::variant(nb::cast<std::size_t>(item));
-      continue;
-    }
-    if (name == "grid") {
-      grid = detail::grid_arg(table, item);
-      has_grid = true;
-      continue;
-    }
-    std::size_t f = 0;
-    while (f < table.field_count && name != table.fields[f].name) ++f;
-    if (f == table.field_count) {
-      std::string known = "stream, variant, grid";
-      for (std::size_t k = 0; k < table.field_count; ++k) known += std::string(", ") + table.fields[k].name;
-      throw nb::type_error((std::string(table.library) + "." + table.name + "(): unknown keyword '" + name +
-                            "'; the keywords are: " + known).c_str());
-    }
-    if (fields.empty()) fields.resize(table.field_count);
-    fields[f] = detail::field_request(table, table.fields[f], item);
+    return nullptr;
   }
-  if (!fields.empty()) {
-    if (selection.is_variant())
-      throw nb::type_error((std::string(table.library) + "." + table.name +
-                            "(): give either variant= or config keywords, not both").c_str());
-    selection = Selection::config(fields.data());
+  // The entry new names go into: the one filled longest ago.
+  ResolvedKeywords& oldest() noexcept {
+    ResolvedKeywords& entry = entries_[next_];
+    next_ = (next_ + 1) % kEntries;
+    return entry;
   }
-  detail::check_current_device(table, site);
-  const CUstream launch_stream = detail::stream_arg(stream, site);
-  for (const auto& [index, object] : site.deferred)
-    values[index] = detail::dlpack_arg(table, table.args[index], object, launch_stream, site);
-  Status status = has_grid ? kernel.launch(launch_stream, values, table.arg_count, selection, grid)
-                           : kernel.launch(launch_stream, values, table.arg_count, selection);
-  if (!status.ok()) detail::raise(std::move(status));
+
+ private:
+  static constexpr std::size_t kEntries = 4;
+  ResolvedKeywords entries_[kEntries];
+  std::size_t next_ = 0;
+};
+
+// Whether a value cannot change while it is held, so that the same object means the same value.
+inline bool immutable_value(PyObject* value) noexcept {
+  return value == Py_None || PyLong_CheckExact(value) || PyBool_Check(value) || PyFloat_CheckExact(value) ||
+         PyUnicode_CheckExact(value);
 }
+
+// What a module keeps per kernel, for the life of the process: the kernel, the keywords its calls
+// take (interned, so that a call's keywords match by pointer), the keyword cache, and its name and
+// doc for Python.
+struct KernelBinding {
+  KernelBinding(Kernel& bound_kernel, std::string doc_text)
+      : kernel(bound_kernel),
+        table(bound_kernel.table()),
+        name(std::string(table.library) + "." + table.name),
+        doc(std::move(doc_text)) {
+    keywords.emplace_back(nb::steal(interned("stream")), kStreamKeyword);
+    keywords.emplace_back(nb::steal(interned("variant")), kVariantKeyword);
+    keywords.emplace_back(nb::steal(interned("grid")), kGridKeyword);
+    for (std::size_t f = 0; f < table.field_count; ++f)
+      keywords.emplace_back(nb::steal(interned(table.fields[f].name)), static_cast<std::int32_t>(f));
+  }
+
+  // The slot keyword `keyword` fills, or kUnknownKeyword.
+  std::int32_t find_slot(PyObject* keyword) const noexcept {
+    for (const auto& [known, slot] : keywords)
+      if (known.ptr() == keyword) return slot;
+    for (const auto& [known, slot] : keywords)  // a name made at run time: compare the text
+      if (PyUnicode_Compare(keyword, known.ptr()) == 0) return slot;
+    return kUnknownKeyword;
+  }
+  // The error for a keyword that is none of the kernel's.
+  nb::builtin_exception unknown_keyword(PyObject* keyword) const {
+    std::string known;
+    for (const auto& entry : keywords) known += (known.empty() ? "" : ", ") + std::string(nb::str(entry.first).c_str());
+    return nb::type_error((name + "(): unknown keyword '" + nb::str(keyword).c_str() + "'; the keywords are: " +
+                           known).c_str());
+  }
+
+  Kernel& kernel;
+  const table::KernelTable& table;
+  std::string name;  // "vector_add.add_kernel"
+  std::string doc;
+  std::vector<std::pair<nb::object, std::int32_t>> keywords;  // stream, variant, grid, then the fields
+  KeywordCache cache;
+};
+
+// A `variant=` value: an index into the variant list. Messages name the call: the kernel's name
+// and `call` ("()", ".bind()").
+inline std::size_t variant_index_arg(const KernelBinding& binding, nb::handle item, const char* call) {
+  const std::int64_t index = int64_of(item, [&] { return binding.name + call + ": variant="; });
+  if (index < 0 || static_cast<std::uint64_t>(index) >= binding.table.variant_count)
+    throw nb::value_error((binding.name + call + ": variant index " + std::to_string(index) +
+                           " is out of range (the kernel has " + std::to_string(binding.table.variant_count) +
+                           " variants)").c_str());
+  return static_cast<std::size_t>(index);
+}
+
+// Reads one of the call's own keywords (stream, variant, grid) into `options`; None is unset.
+inline void read_option(const KernelBinding& binding, std::int32_t slot, nb::handle value, CallOptions& options) {
+  if (value.is_none()) return;
+  if (slot == kStreamKeyword) {
+    options.stream = value;
+  } else if (slot == kVariantKeyword) {
+    options.variant = variant_index_arg(binding, value, "()");
+    options.has_variant = true;
+  } else if (slot == kGridKeyword) {
+    options.grid = grid_arg(binding.table, value);
+    options.has_grid = true;
+  }
+}
+
+// Reads a call's keywords (`kwnames`, with their `values` as vectorcall passes them) into `options`
+// and `fields`, through the kernel's keyword cache.
+inline void read_keywords(KernelBinding& binding, PyObject* const* values, PyObject* kwnames, CallOptions& options,
+                          FieldRequest* fields) {
+  const std::size_t count = static_cast<std::size_t>(PyTuple_GET_SIZE(kwnames));
+  PyObject* const* names = reinterpret_cast<PyTupleObject*>(kwnames)->ob_item;
+  const std::size_t field_count = binding.table.field_count;
+  ResolvedKeywords* entry = binding.cache.find(names, count);
+  bool reuse = entry != nullptr && entry->reusable;
+  for (std::size_t k = 0; reuse && k < count; ++k)
+    reuse = entry->slots[k] < 0 || entry->values[k].ptr() == values[k];
+  if (reuse) {
+    std::copy(entry->fields.begin(), entry->fields.end(), fields);
+    options.has_config = entry->has_config;
+  } else {
+    // Resolved aside (reading a value may run Python code, a call of this kernel even), then
+    // stored in one move.
+    ResolvedKeywords resolved;
+    resolved.slots.resize(count);
+    for (std::size_t k = 0; k < count; ++k) {
+      resolved.slots[k] = entry != nullptr ? entry->slots[k] : binding.find_slot(names[k]);
+      if (resolved.slots[k] == kUnknownKeyword) throw binding.unknown_keyword(names[k]);
+    }
+    resolved.values.resize(count);
+    resolved.reusable = true;
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::int32_t slot = resolved.slots[k];
+      if (slot < 0) continue;
+      nb::handle value(values[k]);
+      if (!value.is_none()) {
+        fields[slot] = field_request(binding.table, binding.table.fields[slot], value);
+        resolved.has_config = true;
+      }
+      if (immutable_value(value.ptr())) resolved.values[k] = nb::borrow(value);
+      else resolved.reusable = false;
+    }
+    resolved.names.reserve(count);
+    for (std::size_t k = 0; k < count; ++k) resolved.names.push_back(nb::borrow(names[k]));
+    resolved.fields.assign(fields, fields + field_count);
+    options.has_config = resolved.has_config;
+    ResolvedKeywords* known = binding.cache.find(names, count);
+    ResolvedKeywords& target = known != nullptr ? *known : binding.cache.oldest();
+    std::swap(target, resolved);  // what the entry held is released with `resolved`
+    entry = &target;
+  }
+  for (std::size_t k = 0; k < count; ++k)
+    if (entry->slots[k] < 0) read_option(binding, entry->slots[k], values[k], options);
+}
+
+// The selection a kernel call's keywords ask for.
+inline Selection call_selection(const KernelBinding& binding, const CallOptions& options, const FieldRequest* fields) {
+  if (options.has_variant && options.has_config)
+    throw nb::type_error((binding.name + "(): give either variant= or config keywords, not both").c_str());
+  if (options.has_variant) return Selection::variant(options.variant);
+  if (options.has_config) return Selection::config(fields);
+  return Selection::automatic();
+}
+
+inline void check_arg_count(const KernelBinding& binding, std::size_t count) {
+  if (count != binding.table.arg_count)
+    throw nb::type_error((binding.name + "() takes " + std::to_string(binding.table.arg_count) + " arguments, got " +
+                          std::to_string(count)).c_str());
+}
+
+// What a call does once its arguments and keywords are read: launch, or say which variant a
+// launch would use and which step chose it.
+enum class CallMode { launch, choose };
+
+inline PyObject* finish_call(KernelBinding& binding, CallArgs& call, const CallOptions& options,
+                             const Selection& selection, CallMode mode) {
+  const table::KernelTable& table = binding.table;
+  const CUstream stream = call.finish(table, options.stream);
+  if (mode == CallMode::choose) {
+    Expected<Choice> choice = binding.kernel.choose(call.values(), table.arg_count, selection);
+    if (!choice.ok()) raise(std::move(choice).take_status());
+    return nb::make_tuple(choice->variant, step_name(choice->step)).release().ptr();
+  }
+  Status status = options.has_grid ? binding.kernel.launch(stream, call.values(), table.arg_count, selection, options.grid)
+                                   : binding.kernel.launch(stream, call.values(), table.arg_count, selection);
+  if (!status.ok()) raise(std::move(status));
+  Py_RETURN_NONE;
+}
+
+// A call of a kernel object: arguments, then keywords (stream, variant, grid, config fields).
+inline PyObject* kernel_call(KernelBinding& binding, PyObject* const* args, std::size_t nargs, PyObject* kwnames,
+                             CallMode mode) {
+  check_arg_count(binding, nargs);
+  CallArgs call(binding.table, args);
+  CallOptions options;
+  if (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0)
+    return finish_call(binding, call, options, Selection::automatic(), mode);
+  FieldRequests fields(binding.table.field_count);
+  read_keywords(binding, args + nargs, kwnames, options, fields.data());
+  return finish_call(binding, call, options, call_selection(binding, options, fields.data()), mode);
+}
+
+// A launcher made by <kernel>.bind(): the config (or variant) fixed once, checked against what was
+// compiled; the variant is still chosen at every call from the arguments.
+struct BoundLauncher {
+  BoundLauncher(nb::handle kernel_object, KernelBinding& kernel_binding)
+      : kernel(nb::borrow(kernel_object)),
+        binding(kernel_binding),
+        fields(kernel_binding.table.field_count),
+        values(kernel_binding.table.field_count) {}
+
+  Selection selection() const noexcept {
+    if (has_variant) return Selection::variant(variant);
+    if (has_config) return Selection::config(fields.data());
+    return Selection::automatic();
+  }
+
+  nb::object kernel;                // the kernel object
+  KernelBinding& binding;
+  std::vector<FieldRequest> fields;  // per field; texts point into `values`
+  std::vector<nb::object> values;    // per field, the value given to bind(), or null
+  bool has_config = false;
+  bool has_variant = false;
+  std::size_t variant = 0;
+};
+
+// Fails unless some variant was compiled with every value `launcher` sets: names the first value
+// that was not compiled, with the field's compiled values, or the combination, with those compiled.
+// Values compare as Python compares them with the compiled ones (<kernel>_variants() shows those).
+inline void check_bound_config(const BoundLauncher& launcher) {
+  const KernelBinding& binding = launcher.binding;
+  const table::KernelTable& table = binding.table;
+  const auto text = [](nb::handle value) { return std::string(nb::repr(value).c_str()); };
+  std::vector<std::size_t> set;
+  std::vector<std::vector<std::uint16_t>> matching(table.field_count);  // per set field, its compiled values equal to the one given
+  for (std::size_t f = 0; f < table.field_count; ++f) {
+    if (!launcher.values[f].is_valid()) continue;
+    set.push_back(f);
+    const table::ConfigField& field = table.fields[f];
+    std::string compiled;
+    for (std::uint16_t i = 0; i < field.value_count; ++i) {
+      const nb::object value = field_value(field, i);
+      if (value.equal(launcher.values[f])) matching[f].push_back(i);
+      compiled += (i ? ", " : "") + text(value);
+    }
+    if (matching[f].empty())
+      throw nb::value_error((binding.name + ".bind(): " + field.name + "=" + text(launcher.values[f]) +
+                             " was not compiled; compiled values: " + compiled).c_str());
+  }
+  const auto has = [&](const table::Variant& variant, std::size_t f) {
+    return std::find(matching[f].begin(), matching[f].end(), variant.config[f]) != matching[f].end();
+  };
+  std::vector<std::string> combinations;  // of the set fields, as compiled
+  for (std::size_t v = 0; v < table.variant_count; ++v) {
+    const table::Variant& variant = table.variants[v];
+    if (std::all_of(set.begin(), set.end(), [&](std::size_t f) { return has(variant, f); })) return;
+    std::string combination;
+    for (std::size_t f : set)
+      combination += (combination.empty() ? "(" : ", ") + std::string(table.fields[f].name) + "=" +
+                     text(field_value(table.fields[f], variant.config[f]));
+    combination += ")";
+    if (std::find(combinations.begin(), combinations.end(), combination) == combinations.end())
+      combinations.push_back(combination);
+  }
+  std::string given, compiled;
+  for (std::size_t f : set) given += (given.empty() ? "" : ", ") + std::string(table.fields[f].name) + "=" + text(launcher.values[f]);
+  constexpr std::size_t kShown = 16;
+  for (std::size_t c = 0; c < combinations.size() && c < kShown; ++c) compiled += (c ? ", " : "") + combinations[c];
+  if (combinations.size() > kShown) compiled += ", and " + std::to_string(combinations.size() - kShown) + " more";
+  throw nb::value_error((binding.name + ".bind(): no variant was compiled with " + given +
+                         " together; compiled: " + compiled).c_str());
+}
+
+// bind(*, variant=None, **config): reads and checks the keywords into a new launcher.
+inline std::unique_ptr<BoundLauncher> bind_launcher(nb::handle kernel_object, KernelBinding& binding,
+                                                    std::size_t nargs, PyObject* const* values, PyObject* kwnames) {
+  if (nargs != 0)
+    throw nb::type_error((binding.name + ".bind() takes config keywords or variant=, not positional arguments").c_str());
+  auto launcher = std::make_unique<BoundLauncher>(kernel_object, binding);
+  const std::size_t count = kwnames != nullptr ? static_cast<std::size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    PyObject* keyword = PyTuple_GET_ITEM(kwnames, static_cast<Py_ssize_t>(k));
+    const std::int32_t slot = binding.find_slot(keyword);
+    if (slot == kUnknownKeyword) throw binding.unknown_keyword(keyword);
+    if (slot == kStreamKeyword || slot == kGridKeyword)
+      throw nb::type_error((binding.name + ".bind(): " + nb::str(keyword).c_str() +
+                            "= is given to each call of the bound launcher, not to bind()").c_str());
+    nb::handle value(values[k]);
+    if (value.is_none()) continue;
+    if (slot == kVariantKeyword) {
+      launcher->variant = variant_index_arg(binding, value, ".bind()");
+      launcher->has_variant = true;
+      continue;
+    }
+    launcher->fields[slot] = field_request(binding.table, binding.table.fields[slot], value);
+    launcher->values[slot] = nb::borrow(value);  // holds a string field's text
+    launcher->has_config = true;
+  }
+  if (launcher->has_variant && launcher->has_config)
+    throw nb::type_error((binding.name + ".bind(): give either variant= or config keywords, not both").c_str());
+  check_bound_config(*launcher);
+  return launcher;
+}
+
+// A call of a bound launcher: arguments, then stream= and grid= only.
+inline PyObject* bound_call(BoundLauncher& launcher, PyObject* const* args, std::size_t nargs, PyObject* kwnames,
+                            CallMode mode) {
+  KernelBinding& binding = launcher.binding;
+  check_arg_count(binding, nargs);
+  CallArgs call(binding.table, args);
+  CallOptions options;
+  const std::size_t count = kwnames != nullptr ? static_cast<std::size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    PyObject* keyword = PyTuple_GET_ITEM(kwnames, static_cast<Py_ssize_t>(k));
+    const std::int32_t slot = binding.find_slot(keyword);
+    if (slot != kStreamKeyword && slot != kGridKeyword)
+      throw nb::type_error((binding.name + "(): a bound launcher takes stream= and grid=, not " +
+                            nb::str(keyword).c_str() + "= (bind() fixed its config)").c_str());
+    read_option(binding, slot, args[nargs + k], options);
+  }
+  return finish_call(binding, call, options, launcher.selection(), mode);
+}
+
+// C++ exceptions as Python errors, for the functions Python calls directly.
+template <class Body>
+PyObject* guarded(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (nb::python_error& error) {
+    error.restore();
+  } catch (const nb::builtin_exception& error) {
+    PyObject* type = PyExc_RuntimeError;
+    switch (error.type()) {
+      case nb::exception_type::type_error: type = PyExc_TypeError; break;
+      case nb::exception_type::value_error: type = PyExc_ValueError; break;
+      case nb::exception_type::index_error: type = PyExc_IndexError; break;
+      case nb::exception_type::key_error: type = PyExc_KeyError; break;
+      case nb::exception_type::attribute_error: type = PyExc_AttributeError; break;
+      default: break;
+    }
+    PyErr_SetString(type, error.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& error) {
+    PyErr_SetString(PyExc_RuntimeError, error.what());
+  }
+  return nullptr;
+}
+
+// The Python objects: a kernel (<lib>.<kernel>) and a bound launcher (<lib>.<kernel>.bind(...)),
+// both called through vectorcall.
+struct KernelObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  KernelBinding* binding;  // lives as long as the process
+};
+
+struct BoundObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  BoundLauncher* launcher;  // owned
+};
+
+inline KernelBinding& binding_of(PyObject* self) { return *reinterpret_cast<KernelObject*>(self)->binding; }
+inline BoundLauncher& launcher_of(PyObject* self) { return *reinterpret_cast<BoundObject*>(self)->launcher; }
+
+template <class Function>
+PyCFunction as_method(Function function) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function));
+}
+
+inline PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, std::size_t nargsf, PyObject* kwnames) {
+  return guarded([&] {
+    return kernel_call(binding_of(self), args, static_cast<std::size_t>(PyVectorcall_NARGS(nargsf)), kwnames,
+                       CallMode::launch);
+  });
+}
+
+inline PyObject* kernel_choose(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&] {
+    return kernel_call(binding_of(self), args, static_cast<std::size_t>(nargs), kwnames, CallMode::choose);
+  });
+}
+
+inline PyTypeObject* bound_type();
+
+inline PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, std::size_t nargsf, PyObject* kwnames) {
+  return guarded([&] {
+    return bound_call(launcher_of(self), args, static_cast<std::size_t>(PyVectorcall_NARGS(nargsf)), kwnames,
+                      CallMode::launch);
+  });
+}
+
+inline PyObject* kernel_bind(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&]() -> PyObject* {
+    std::unique_ptr<BoundLauncher> launcher =
+        bind_launcher(self, binding_of(self), static_cast<std::size_t>(nargs), args + nargs, kwnames);
+    PyTypeObject* type = bound_type();
+    PyObject* object = type->tp_alloc(type, 0);
+    if (object == nullptr) throw nb::python_error();
+    auto* bound = reinterpret_cast<BoundObject*>(object);
+    bound->vectorcall = bound_vectorcall;
+    bound->launcher = launcher.release();
+    return object;
+  });
+}
+
+inline PyObject* kernel_variants(PyObject* self, PyObject*);
+
+inline PyObject* kernel_load_tuning(PyObject* self, PyObject* args, PyObject* kwargs) {
+  return guarded([&]() -> PyObject* {
+    static const char* keywords[] = {"path", "device", nullptr};
+    PyObject* path = nullptr;
+    PyObject* device = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:load_tuning", const_cast<char**>(keywords), &path, &device))
+      return nullptr;
+    nb::object file = nb::steal(PyOS_FSPath(path));
+    if (!file.is_valid()) throw nb::python_error();
+    nb::object bytes = PyBytes_Check(file.ptr()) ? file : nb::steal(PyUnicode_EncodeFSDefault(file.ptr()));
+    if (!bytes.is_valid()) throw nb::python_error();
+    std::string device_name;
+    if (device != Py_None) {
+      if (!PyUnicode_Check(device))
+        throw nb::type_error((binding_of(self).name + ".load_tuning(): device= takes a str (the GPU's name) or None, got " +
+                              nb::type_name(nb::handle(device).type()).c_str()).c_str());
+      device_name = nb::cast<std::string>(nb::handle(device));
+    }
+    Status status = binding_of(self).kernel.load_tuning(std::string(PyBytes_AS_STRING(bytes.ptr()),
+                                                                    static_cast<std::size_t>(PyBytes_GET_SIZE(bytes.ptr()))),
+                                                        device_name);
+    if (!status.ok()) raise(std::move(status));
+    Py_RETURN_NONE;
+  });
+}
+
+inline PyObject* kernel_reset_tuning(PyObject* self, PyObject*) {
+  return guarded([&]() -> PyObject* {
+    Status status = binding_of(self).kernel.reset_tuning();
+    if (!status.ok()) raise(std::move(status));
+    Py_RETURN_NONE;
+  });
+}
+
+inline PyObject* bound_choose(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&] {
+    return bound_call(launcher_of(self), args, static_cast<std::size_t>(nargs), kwnames, CallMode::choose);
+  });
+}
+
+// Objects live as long as their module; a bound launcher owns its C++ state.
+inline void object_dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+inline void bound_dealloc(PyObject* self) {
+  delete reinterpret_cast<BoundObject*>(self)->launcher;
+  object_dealloc(self);
+}
+
+inline PyObject* text_object(const std::string& text) { return PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size())); }
+
+// The config a launcher was bound with: {field: value} for the fields bind() set.
+inline nb::dict bound_config(const BoundLauncher& launcher) {
+  nb::dict config;
+  for (std::size_t f = 0; f < launcher.values.size(); ++f)
+    if (launcher.values[f].is_valid()) config[launcher.binding.table.fields[f].name] = launcher.values[f];
+  return config;
+}
+
+inline PyObject* bound_repr(PyObject* self) {
+  return guarded([&] {
+    const BoundLauncher& launcher = launcher_of(self);
+    std::string text = "<" + launcher.binding.name + ".bind(";
+    if (launcher.has_variant) text += "variant=" + std::to_string(launcher.variant);
+    bool first = true;
+    for (auto [name, value] : bound_config(launcher)) {
+      text += (first ? "" : ", ") + std::string(nb::str(name).c_str()) + "=" + nb::repr(value).c_str();
+      first = false;
+    }
+    return text_object(text + ")>");
+  });
+}
+
+#if PY_VERSION_HEX < 0x030C0000
+#define TAOT_PY_T_PYSSIZET T_PYSSIZET
+#define TAOT_PY_READONLY READONLY
+#else
+#define TAOT_PY_T_PYSSIZET Py_T_PYSSIZET
+#define TAOT_PY_READONLY Py_READONLY
+#endif
+
+// A callable heap type (vectorcall at `vectorcall_offset`), made once per module; instances are
+// made by this header only. `methods` and `attributes` must live as long as the type.
+inline PyTypeObject* make_type(const char* name, std::size_t size, std::size_t vectorcall_offset, destructor dealloc,
+                               reprfunc repr, PyMethodDef* methods, PyGetSetDef* attributes) {
+  PyMemberDef members[] = {  // copied into the type
+      {"__vectorcalloffset__", TAOT_PY_T_PYSSIZET, static_cast<Py_ssize_t>(vectorcall_offset), TAOT_PY_READONLY,
+       nullptr},
+      {nullptr, 0, 0, 0, nullptr}};
+  PyType_Slot slots[] = {{Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+                         {Py_tp_dealloc, reinterpret_cast<void*>(dealloc)},
+                         {Py_tp_repr, reinterpret_cast<void*>(repr)},
+                         {Py_tp_members, members},
+                         {Py_tp_methods, methods},
+                         {Py_tp_getset, attributes},
+                         {0, nullptr}};
+  unsigned long flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+#ifdef Py_TPFLAGS_DISALLOW_INSTANTIATION
+  flags |= Py_TPFLAGS_DISALLOW_INSTANTIATION;
+#endif
+  PyType_Spec spec{name, static_cast<int>(size), 0, static_cast<unsigned int>(flags), slots};
+  PyObject* type = PyType_FromSpec(&spec);
+  if (type == nullptr) throw nb::python_error();
+#ifndef Py_TPFLAGS_DISALLOW_INSTANTIATION
+  reinterpret_cast<PyTypeObject*>(type)->tp_new = nullptr;
+#endif
+  return reinterpret_cast<PyTypeObject*>(type);
+}
+
+inline PyTypeObject* kernel_type() {
+  static PyTypeObject* const type = [] {
+    static PyMethodDef methods[] = {
+        {"bind", as_method(kernel_bind), METH_FASTCALL | METH_KEYWORDS,
+         "bind(*, variant=None, **config)\n--\n\n"
+         "A launcher with this config (or variant) resolved once and checked against what was compiled: "
+         "call it as the kernel, with stream= and grid= only. The variant is still chosen at every call "
+         "from the arguments."},
+        {"choose", as_method(kernel_choose), METH_FASTCALL | METH_KEYWORDS,
+         "choose(*args, stream=None, variant=None, grid=None, **config)\n--\n\n"
+         "(variant index, step) of the launch these arguments would make, without launching: the index "
+         "into variants(), and how the config was chosen: 'variant', 'config', 'table', 'heuristics' or "
+         "'default'."},
+        {"variants", as_method(kernel_variants), METH_NOARGS,
+         "variants()\n--\n\nThe compiled variants, as <kernel>_variants() lists them."},
+        {"load_tuning", as_method(kernel_load_tuning), METH_VARARGS | METH_KEYWORDS,
+         "load_tuning(path, device=None)\n--\n\n"
+         "Reads a tuned table (taot's format or vLLM's) and uses it in place of this kernel's table for the "
+         "same device; `device` overrides the GPU name the file gives."},
+        {"reset_tuning", as_method(kernel_reset_tuning), METH_NOARGS,
+         "reset_tuning()\n--\n\nDrops the tables load_tuning() loaded: the ones built into the library apply again."},
+        {nullptr, nullptr, 0, nullptr}};
+    static PyGetSetDef attributes[] = {
+        {"__doc__", [](PyObject* self, void*) { return text_object(binding_of(self).doc); }, nullptr, nullptr, nullptr},
+        {"__name__", [](PyObject* self, void*) { return PyUnicode_FromString(binding_of(self).table.name); }, nullptr,
+         nullptr, nullptr},
+        {"__qualname__", [](PyObject* self, void*) { return PyUnicode_FromString(binding_of(self).table.name); },
+         nullptr, nullptr, nullptr},
+        {"__module__", [](PyObject* self, void*) { return PyUnicode_FromString(binding_of(self).table.library); },
+         nullptr, nullptr, nullptr},
+        {nullptr, nullptr, nullptr, nullptr, nullptr}};
+    const reprfunc repr = [](PyObject* self) {
+      return guarded([&] { return text_object("<taot kernel " + binding_of(self).name + ">"); });
+    };
+    return make_type("taot.Kernel", sizeof(KernelObject), offsetof(KernelObject, vectorcall), object_dealloc, repr,
+                     methods, attributes);
+  }();
+  return type;
+}
+
+inline PyTypeObject* bound_type() {
+  static PyTypeObject* const type = [] {
+    static PyMethodDef methods[] = {
+        {"choose", as_method(bound_choose), METH_FASTCALL | METH_KEYWORDS,
+         "choose(*args, stream=None, grid=None)\n--\n\n"
+         "(variant index, step) of the launch a call with these arguments would make, without launching."},
+        {nullptr, nullptr, 0, nullptr}};
+    static PyGetSetDef attributes[] = {
+        {"config", [](PyObject* self, void*) { return guarded([&] { return bound_config(launcher_of(self)).release().ptr(); }); },
+         nullptr, "The config keywords given to bind() (None ones left out).", nullptr},
+        {"variant", [](PyObject* self, void*) -> PyObject* {
+           const BoundLauncher& launcher = launcher_of(self);
+           if (!launcher.has_variant) Py_RETURN_NONE;
+           return PyLong_FromSize_t(launcher.variant);
+         }, nullptr, "The variant index given to bind(), or None.", nullptr},
+        {"kernel", [](PyObject* self, void*) { return launcher_of(self).kernel.inc_ref().ptr(); }, nullptr,
+         "The kernel this launcher launches.", nullptr},
+        {nullptr, nullptr, nullptr, nullptr, nullptr}};
+    return make_type("taot.BoundKernel", sizeof(BoundObject), offsetof(BoundObject, vectorcall), bound_dealloc,
+                     bound_repr, methods, attributes);
+  }();
+  return type;
+}
+
+}  // namespace detail
 
 // The variants of `kernel` as a list of dicts: index, id, config, description, and images: per
 // target, the launch facts (shared memory bytes, num_warps, num_ctas, scratch sizes, flags).
@@ -802,9 +1443,13 @@ inline nb::list variants(const Kernel& kernel) {
 
 namespace detail {
 
-// The kernels bound by this module, in binding order, with their launch functions.
-inline std::vector<std::pair<Kernel*, nb::handle>>& bound_kernels() {
-  static std::vector<std::pair<Kernel*, nb::handle>> kernels;
+inline PyObject* kernel_variants(PyObject* self, PyObject*) {
+  return guarded([&] { return variants(binding_of(self).kernel).release().ptr(); });
+}
+
+// The kernel objects of this module, in binding order (the module holds them).
+inline std::vector<nb::handle>& bound_kernels() {
+  static std::vector<nb::handle> kernels;
   return kernels;
 }
 
@@ -843,8 +1488,15 @@ inline void register_torch_ops() {
   if (registered) return;
   nb::module_ torch_library = nb::module_::import_("torch.library");
   nb::object custom_op = torch_library.attr("custom_op");
-  for (const auto& [kernel, function] : detail::bound_kernels()) {
-    const table::KernelTable& table = kernel->table();
+  for (nb::handle kernel_object : detail::bound_kernels()) {
+    const table::KernelTable& table = detail::binding_of(kernel_object.ptr()).table;
+    // The op's implementation: a function calling the kernel object, as torch expects of one.
+    nb::object function = nb::cpp_function(
+        [kernel_object](nb::args args, nb::kwargs kwargs) {
+          nb::object result = nb::steal(PyObject_Call(kernel_object.ptr(), args.ptr(), kwargs.ptr()));
+          if (!result.is_valid()) throw nb::python_error();
+        },
+        nb::name(table.name));
     nb::list mutated;
     for (std::size_t a = 0; a < table.arg_count; ++a)
       if (detail::written(table, table.args[a])) mutated.append(nb::str(table.args[a].name));
@@ -856,24 +1508,32 @@ inline void register_torch_ops() {
   registered = true;
 }
 
-// Adds `<name>(*args, stream=None, variant=None, grid=None, **config)` and `<name>_variants()` to
-// `module`.
+// Adds the kernel object `<name>` to `module`: `<name>(*args, stream=None, variant=None, grid=None,
+// **config)` launches, and its methods bind(), choose(), variants(), load_tuning() and
+// reset_tuning(); and `<name>_variants()`.
 inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
-  static std::deque<std::string> strings;  // names and docs handed to nanobind live as long as the module
+  static std::deque<std::string> strings;  // names handed to nanobind live as long as the module
   const table::KernelTable& table = kernel.table();
   std::string doc = std::string("Launches ") + table.library + "." + table.name + "(";
   for (std::size_t a = 0; a < table.arg_count; ++a) doc += (a ? ", " : "") + std::string(table.args[a].name);
   doc += ", *, stream=None, variant=None, grid=None, **config) on the grid (" + std::string(table.grid_text[0]) + ", " +
          table.grid_text[1] + ", " + table.grid_text[2] + "); config keywords:";
   for (std::size_t f = 0; f < table.field_count; ++f) doc += std::string(" ") + table.fields[f].name;
-  const char* kept_doc = strings.emplace_back(std::move(doc)).c_str();
+  doc += ".\n\nbind(**config) or bind(variant=i) makes a launcher with the config resolved once; "
+         "choose(*args, **config) says which variant a call would launch and how it was chosen.";
+  auto* binding = new detail::KernelBinding(kernel, std::move(doc));  // lives as long as the process
+  PyTypeObject* type = detail::kernel_type();
+  nb::object object = nb::steal(type->tp_alloc(type, 0));
+  if (!object.is_valid()) throw nb::python_error();
+  auto* kernel_object = reinterpret_cast<detail::KernelObject*>(object.ptr());
+  kernel_object->vectorcall = detail::kernel_vectorcall;
+  kernel_object->binding = binding;
+  module.attr(name) = object;
   const char* variants_name = strings.emplace_back(std::string(name) + "_variants").c_str();
-  module.def(name, [&kernel](nb::args args, nb::kwargs kwargs) { launch(kernel, std::move(args), std::move(kwargs)); },
-             kept_doc);
   module.def(variants_name, [&kernel]() { return variants(kernel); },
              "The compiled variants: a list of dicts with index, id, config, description and images (per target: "
              "shared memory bytes, num_warps, num_ctas, scratch sizes, cooperative and PDL flags).");
-  detail::bound_kernels().emplace_back(&kernel, module.attr(name));
+  detail::bound_kernels().push_back(object);
 }
 
 // The stream a module-level call means: `stream` (an int or an object with `cuda_stream`), else
