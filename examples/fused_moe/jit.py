@@ -27,7 +27,7 @@ AOT_GEMM_CONFIGS = [
     if g == 1 or m == 64
 ]
 TILE_FIELDS = tuple(AOT_GEMM_CONFIGS[0])
-MAX_BLOCK_SIZE_M = max(config["BLOCK_SIZE_M"] for config in AOT_GEMM_CONFIGS)
+BLOCK_SIZES_M = sorted({config["BLOCK_SIZE_M"] for config in AOT_GEMM_CONFIGS})
 # The tile a call gets on a device without a tuned file: fused_moe.toml's default config's.
 DEFAULT_GEMM_CONFIG = dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=128, GROUP_SIZE_M=16, num_warps=4,
                            num_stages=3)
@@ -102,6 +102,13 @@ def align_buffer_sizes(numel, num_experts, block_size_m):
     get tokens, each padded by fewer than block_size_m entries."""
     max_padded = round_up(numel + min(numel, num_experts) * (block_size_m - 1), block_size_m)
     return max_padded, max_padded // block_size_m
+
+
+def align_buffer_capacity(numel, num_experts):
+    """(len(sorted_token_ids), len(expert_ids)) that suffice for every compiled BLOCK_SIZE_M: the
+    largest block pads the most, the smallest makes the most blocks."""
+    sizes = [align_buffer_sizes(numel, num_experts, block) for block in BLOCK_SIZES_M]
+    return max(size[0] for size in sizes), max(size[1] for size in sizes)
 
 
 def moe_align_block_size(topk_ids, num_experts, block_size_m, sorted_token_ids=None, expert_ids=None,
@@ -272,7 +279,7 @@ def fused_moe_jit(x, w1, w2, topk_weights, topk_ids, use_fp8, config=None, w1_sc
     # The align buffers hold the layout of any BLOCK_SIZE_M the library compiled, so that GEMM 1's
     # config can be asked before the align step that depends on it; the GEMMs get them cut to the
     # length the chosen BLOCK_SIZE_M needs (EM).
-    sorted_capacity, blocks_capacity = align_buffer_sizes(numel, E, MAX_BLOCK_SIZE_M)
+    sorted_capacity, blocks_capacity = align_buffer_capacity(numel, E)
     sorted_buffer, expert_buffer = buffer((sorted_capacity,), torch.int32), buffer((blocks_capacity,), torch.int32)
     num_tokens_post_padded = buffer((1,), torch.int32)
     args, implied, launch_args = fused_moe_kernel_arguments(

@@ -114,7 +114,7 @@ def gemm_call(use_fp8, mul_routed_weight):
     a, a_scale = layer["x"], None
     if use_fp8:
         a, a_scale = torch.empty(7, 1024, dtype=ref.FP8_DTYPE, device="cuda"), torch.ones(7, 8, device="cuda")
-    sorted_len, blocks_len = moe_jit.align_buffer_sizes(56, 8, moe_jit.MAX_BLOCK_SIZE_M)
+    sorted_len, blocks_len = moe_jit.align_buffer_capacity(56, 8)
     index_buffers = (torch.zeros(sorted_len, dtype=torch.int32, device="cuda"),
                      torch.zeros(blocks_len, dtype=torch.int32, device="cuda"),
                      torch.zeros(1, dtype=torch.int32, device="cuda"))
