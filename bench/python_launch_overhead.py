@@ -108,10 +108,12 @@ def fused_moe_methods():
     sorted_ids, expert_ids, post_padded = moe_align_block_size(topk_ids, EXPERTS, MOE_CONFIG["BLOCK_SIZE_M"])
     em, valid = sorted_ids.numel(), topk_weights.numel()
 
-    def arguments(em_value):
-        return (a, b, c, scales, scales, topk_weights, sorted_ids, expert_ids, post_padded, MOE_N, MOE_K, em_value,
+    # The AOT kernel also takes the token count M (its tuning key), and topk_weights None when the
+    # routing weights are not multiplied in (MUL_ROUTED_WEIGHT=0 is compiled with it None).
+    def arguments(em_value, launch_only=True):
+        return (a, b, c, scales, scales, None if launch_only else topk_weights, sorted_ids, expert_ids, post_padded, MOE_N, MOE_K, em_value,
                 valid, a.stride(0), a.stride(1), b.stride(0), b.stride(2), b.stride(1), c.stride(0), c.stride(1),
-                0, 0, 0, 0, 0)
+                0, 0, 0, 0, 0) + ((TOKENS,) if launch_only else ())
     constexprs = dict(group_n=0, group_k=0, MUL_ROUTED_WEIGHT=0, top_k=TOP_K, use_fp8_w8a8=0, **MOE_CONFIG)
     keywords = dict(constexprs, compute_type="bf16")
     kernel = module.fused_moe_kernel
@@ -122,7 +124,7 @@ def fused_moe_methods():
                target="keywords"),
         *bound_method("fused_moe_kernel, bound: .bind(**config)", kernel, keywords, arguments(em), "bound"),
         Method(f"fused_moe_kernel, {count}, automatic", kernel, arguments(em)),
-        Method("fused_moe_kernel, Triton JIT [grid]", jit_kernel[grid], arguments(em),
+        Method("fused_moe_kernel, Triton JIT [grid]", jit_kernel[grid], arguments(em, launch_only=False),
                dict(constexprs, compute_type=tl.bfloat16)),
     ]
     empty = [Method(m.label, m.fn, arguments(0), m.kwargs) for m in methods if "JIT" not in m.label]
