@@ -105,6 +105,16 @@ class RuleSteps {
     values_[field] = field_value(table_.fields[field], value_index);
   }
 
+  // A rule's value, through the int64 evaluator when the rule reads no float.
+  RuleFault evaluate(const table::RuleProgram& program, bool integer, const FieldSource& fields,
+                     RuleValue* value) const noexcept {
+    if (!integer) return evaluate_rule(program, table_, args_, fields, num_sms_, value);
+    std::int64_t result = 0;
+    const RuleFault fault = evaluate_integer_rule(program, table_, args_, fields, num_sms_, &result);
+    *value = RuleValue::of_int(result);
+    return fault;
+  }
+
   FieldSource request_fields() noexcept { return {set_.data(), values_.data(), index_.default_config_.data()}; }
 
   // The index of `value` among field `f`'s compiled values, or -1.
@@ -145,7 +155,7 @@ class RuleSteps {
       if (set_[heuristic.field]) continue;
       RuleValue value{};
       const FieldSource fields = request_fields();
-      if (RuleFault fault = evaluate_rule(heuristic.rule, table_, args_, fields, num_sms_, &value);
+      if (RuleFault fault = evaluate(heuristic.rule, index_.integer_heuristics_[h], fields, &value);
           fault != RuleFault::none)
         return rule_fault(fault, heuristic.rule, fields);
       const int found = compiled_index(heuristic.field, value);
@@ -170,7 +180,7 @@ class RuleSteps {
     const FieldSource fields{nullptr, nullptr, table_.variants[v].config};
     for (std::uint16_t r = 0; r < table_.requirement_count; ++r) {
       RuleValue value{};
-      if (RuleFault fault = evaluate_rule(table_.requirements[r], table_, args_, fields, num_sms_, &value);
+      if (RuleFault fault = evaluate(table_.requirements[r], index_.integer_requirements_[r], fields, &value);
           fault != RuleFault::none)
         return rule_fault(fault, table_.requirements[r], fields);
       if (value.is_zero()) return false;

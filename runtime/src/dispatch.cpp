@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "config_fields.h"
+#include "rules.h"
 #include "tensordesc.h"
 
 namespace taot::detail {
@@ -83,6 +84,10 @@ DispatchIndex::DispatchIndex(const table::KernelTable& table)
       words_((table.variant_count + 63) / 64),
       has_rules_(table.heuristic_count > 0 || table.requirement_count > 0 || table.tuning_key_count > 0) {
   for (std::size_t f = 0; f < table.field_count; ++f) default_config_.push_back(table.fields[f].default_index);
+  for (std::uint16_t h = 0; h < table.heuristic_count; ++h)
+    integer_heuristics_.push_back(is_integer_rule(table.heuristics[h].rule, table));
+  for (std::uint16_t r = 0; r < table.requirement_count; ++r)
+    integer_requirements_.push_back(is_integer_rule(table.requirements[r], table));
 }
 
 Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {

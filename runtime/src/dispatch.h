@@ -100,6 +100,8 @@ class DispatchIndex {
   std::size_t words_;
   bool has_rules_ = false;
   std::vector<std::uint16_t> default_config_;  // the default value index of each config field
+  // Per heuristic and per requirement: it reads no float, so the int64 evaluator runs it.
+  std::vector<std::uint8_t> integer_heuristics_, integer_requirements_;
   std::vector<std::uint32_t> order_;     // bit -> variant index
   std::vector<std::uint32_t> position_;  // variant index -> bit
   std::vector<std::size_t> arg_fact_offset_;

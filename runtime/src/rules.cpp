@@ -189,6 +189,99 @@ RuleFault evaluate_rule(const table::RuleProgram& program, const table::KernelTa
   return RuleFault::none;
 }
 
+bool is_integer_rule(const table::RuleProgram& program, const table::KernelTable& table) noexcept {
+  for (std::uint16_t i = 0; i < program.length; ++i) {
+    const table::RuleInstr& instr = program.code[i];
+    if (instr.op == RuleOp::flit) return false;
+    if (instr.op == RuleOp::arg && table.args[instr.operand].kind == table::ArgKind::float_scalar) return false;
+    if (instr.op == RuleOp::field && (table.fields[instr.operand].kind == table::FieldKind::float_value ||
+                                      table.fields[instr.operand].kind == table::FieldKind::string_value))
+      return false;
+  }
+  return true;
+}
+
+RuleFault evaluate_integer_rule(const table::RuleProgram& program, const table::KernelTable& table,
+                                const taot_arg* args, const FieldSource& fields, std::int64_t num_sms,
+                                std::int64_t* result) noexcept {
+  std::int64_t stack[kStackDepth];
+  int depth = 0;
+  std::uint16_t pc = 0;
+  while (pc < program.length) {
+    const table::RuleInstr& instr = program.code[pc++];
+    std::int64_t pushed = 0;
+    switch (instr.op) {
+      case RuleOp::lit: pushed = instr.integer; break;
+      case RuleOp::arg:
+        pushed = table.args[instr.operand].kind == table::ArgKind::pointer ? args[instr.operand].address != 0
+                                                                            : args[instr.operand].integer;
+        break;
+      case RuleOp::isnone: pushed = args[instr.operand].address == 0; break;
+      case RuleOp::field:
+        pushed = fields.set != nullptr && fields.set[instr.operand]
+                     ? fields.values[instr.operand].integer
+                     : table.fields[instr.operand].int_values[fields.config[instr.operand]];
+        break;
+      case RuleOp::num_sms: pushed = num_sms; break;
+      case RuleOp::jz:
+      case RuleOp::jnz:
+        if (depth < 1) return RuleFault::malformed;
+        if ((stack[--depth] == 0) == (instr.op == RuleOp::jz)) pc = instr.operand;
+        continue;
+      case RuleOp::jmp: pc = instr.operand; continue;
+      case RuleOp::neg:
+      case RuleOp::abs:
+      case RuleOp::logical_not:
+      case RuleOp::next_power_of_2: {
+        if (depth < 1) return RuleFault::malformed;
+        std::int64_t& a = stack[depth - 1];
+        a = instr.op == RuleOp::neg           ? wrap_sub(0, a)
+            : instr.op == RuleOp::abs         ? (a < 0 ? wrap_sub(0, a) : a)
+            : instr.op == RuleOp::logical_not ? std::int64_t{a == 0}
+                                              : next_power_of_2(a);
+        continue;
+      }
+      default: {
+        if (depth < 2 || operands_of(instr.op) != 2) return RuleFault::malformed;
+        const std::int64_t b = stack[--depth];
+        std::int64_t& a = stack[depth - 1];
+        switch (instr.op) {
+          case RuleOp::add: a = wrap_add(a, b); break;
+          case RuleOp::sub: a = wrap_sub(a, b); break;
+          case RuleOp::mul: a = wrap_mul(a, b); break;
+          case RuleOp::div:
+            if (b == 0) return RuleFault::division_by_zero;
+            a = floor_div(a, b);
+            break;
+          case RuleOp::mod:
+            if (b == 0) return RuleFault::division_by_zero;
+            a = floor_mod(a, b);
+            break;
+          case RuleOp::cdiv:
+            if (b == 0) return RuleFault::division_by_zero;
+            a = floor_div(wrap_sub(wrap_add(a, b), 1), b);
+            break;
+          case RuleOp::min: a = b < a ? b : a; break;
+          case RuleOp::max: a = a < b ? b : a; break;
+          case RuleOp::eq: a = a == b; break;
+          case RuleOp::ne: a = a != b; break;
+          case RuleOp::lt: a = a < b; break;
+          case RuleOp::le: a = a <= b; break;
+          case RuleOp::gt: a = a > b; break;
+          case RuleOp::ge: a = a >= b; break;
+          default: return RuleFault::malformed;
+        }
+        continue;
+      }
+    }
+    if (depth == kStackDepth) return RuleFault::malformed;
+    stack[depth++] = pushed;
+  }
+  if (depth != 1) return RuleFault::malformed;
+  *result = stack[0];
+  return RuleFault::none;
+}
+
 std::string rule_inputs_text(const table::RuleProgram& program, const table::KernelTable& table, const taot_arg* args,
                              const FieldSource& fields, std::int64_t num_sms) {
   std::string text;

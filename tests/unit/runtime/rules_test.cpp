@@ -99,7 +99,7 @@ TEST(RuleEvaluator, AgreesWithPythonOnEveryCase) {
   const std::int64_t num_sms = cases.at("constants").at("num_sms").get<std::int64_t>();
 
   Programs programs;
-  std::size_t runs = 0;
+  std::size_t runs = 0, integer_runs = 0;
   for (const json& rule_case : cases.at("cases")) {
     const std::string text = rule_case.at("rule").get<std::string>();
     const table::RuleProgram program = programs.add(text, rule_case.at("program"), arg_names, field_names);
@@ -117,6 +117,14 @@ TEST(RuleEvaluator, AgreesWithPythonOnEveryCase) {
       ASSERT_EQ(detail::evaluate_rule(program, kernel, values, {nullptr, nullptr, config}, 0, &result),
                 detail::RuleFault::none)
           << text;
+      if (detail::is_integer_rule(program, kernel)) {  // the int64 fast path agrees
+        std::int64_t integer = 0;
+        ASSERT_EQ(detail::evaluate_integer_rule(program, kernel, values, {nullptr, nullptr, config}, 0, &integer),
+                  detail::RuleFault::none)
+            << text;
+        EXPECT_EQ(integer, result.integer) << text << " " << run.dump();
+        ++integer_runs;
+      }
       const json& expected = run[6];
       if (expected.is_number_float()) {
         EXPECT_TRUE(result.is_real) << text << " " << run.dump();
@@ -129,6 +137,7 @@ TEST(RuleEvaluator, AgreesWithPythonOnEveryCase) {
     }
   }
   EXPECT_GT(runs, 1000u);
+  EXPECT_GT(integer_runs, 1000u);
 }
 
 // ---- how a launch picks its config ----
