@@ -10,7 +10,7 @@ scripts/build.sh
 export TAOT_BIN="$PWD/build/tools/taot/taot"
 # One pytest run per folder: each folder's conftest.py is its own module.
 # The examples' folders hold GPU tests (skipped here) and spec checks that need no GPU.
-for folder in tests/python tests/cli tests/kernels_as_written examples/softmax examples/layer_norm examples/matmul examples/persistent_matmul examples/tma_matmul; do
+for folder in tests/python tests/cli tests/kernels_as_written examples/softmax examples/layer_norm examples/matmul examples/persistent_matmul examples/tma_matmul examples/fused_moe; do
   set +e
   python3 -m pytest -q "$folder"
   status=$?

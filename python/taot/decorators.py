@@ -1,6 +1,7 @@
 # Kernels as written: unwrap @triton.autotune / @triton.heuristics around a @triton.jit function and
 # turn what they say into spec terms: config entries, a tuning key, and heuristic rules as text.
 import ast
+import copy
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,7 +106,8 @@ def heuristic_expression(heuristic):
     if code is None:
         raise RuleProblem(f"{describe(function)} is not a Python function or lambda")
     node, parameter = _function_node(function, heuristic.field)
-    translated = _Translator(parameter, _known_values(function)).visit(node)
+    # The translator rewrites the tree it visits: give it a copy, not the cached file's own nodes.
+    translated = _Translator(parameter, _known_values(function)).visit(copy.deepcopy(node))
     return ast.unparse(translated)
 
 

@@ -47,7 +47,7 @@ class RuleSteps {
 
   RuleSteps(const DispatchIndex& index, const taot_arg* args, std::int64_t num_sms)
       : index_(index), table_(*index.table_), args_(args), num_sms_(num_sms),
-        request_(table_.field_count), set_(table_.field_count), values_(table_.field_count),
+        pinned_(table_.field_count), request_(table_.field_count), set_(table_.field_count), values_(table_.field_count),
         facts_(index.words_), candidates_(index.words_) {}
 
   Expected<Choice> run(const Selection& selection, const DeviceFacts* device, const table::TunedTable* tuned) {
@@ -64,7 +64,19 @@ class RuleSteps {
     }
     if (!any(facts_.data())) return index_.explain_miss(args_, selection, device);
 
-    if (const FieldRequest* fields = selection.fields()) return caller_step(fields, selection, device);
+    // The caller's fields are pinned: every step keeps them and fills only the others.
+    std::size_t pinned_count = 0;
+    for (std::size_t f = 0; f < table_.field_count; ++f) pinned_[f] = table::kUnsetValue;
+    if (const FieldRequest* fields = selection.fields()) {
+      for (std::size_t f = 0; f < table_.field_count; ++f) {
+        if (!fields[f].set) continue;
+        const int value = index_.value_index(f, fields[f]);
+        if (value < 0) return index_.explain_miss(args_, selection, device);
+        pinned_[f] = static_cast<std::uint16_t>(value);
+        ++pinned_count;
+      }
+    }
+    if (pinned_count == table_.field_count && pinned_count > 0) return caller_step(selection, device);
     if (tuned != nullptr && table_.tuning_key_count > 0 && tuned->entry_count > 0) {
       Expected<std::int64_t> chosen = table_step(*tuned);
       if (!chosen.ok()) return std::move(chosen).take_status();
@@ -73,11 +85,14 @@ class RuleSteps {
     if (table_.heuristic_count > 0) {
       clear();
       bool compiled = true;
+      added_ = 0;
       if (Status status = run_heuristics(true, &compiled); !status.ok()) return status;
-      Expected<std::int64_t> chosen = pick();
+      // Heuristics that computed no field beyond the caller's leave the choice to the caller.
+      Expected<std::int64_t> chosen = added_ > 0 ? pick() : Expected<std::int64_t>(std::int64_t{-1});
       if (!chosen.ok()) return std::move(chosen).take_status();
       if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::heuristics};
     }
+    if (pinned_count > 0) return caller_step(selection, device);
     clear();
     Expected<std::int64_t> chosen = pick();
     if (!chosen.ok()) return std::move(chosen).take_status();
@@ -92,10 +107,15 @@ class RuleSteps {
     return false;
   }
 
+  // Back to the caller's fields alone.
   void clear() noexcept {
     for (std::size_t f = 0; f < table_.field_count; ++f) {
-      request_[f] = table::kUnsetValue;
-      set_[f] = false;
+      if (pinned_[f] != table::kUnsetValue) {
+        require(f, pinned_[f]);
+      } else {
+        request_[f] = table::kUnsetValue;
+        set_[f] = false;
+      }
     }
   }
 
@@ -171,6 +191,7 @@ class RuleSteps {
                                  ", which was not compiled; compiled values: " + compiled_values(heuristic.field));
       }
       require(heuristic.field, static_cast<std::uint16_t>(found));
+      ++added_;
     }
     return Status();
   }
@@ -212,16 +233,10 @@ class RuleSteps {
     return std::int64_t{-1};
   }
 
-  Expected<Choice> caller_step(const FieldRequest* fields, const Selection& selection, const DeviceFacts* device) {
+  // The caller's fields with the default preferred for the others (every field, or what is left
+  // when no table or heuristic step found a variant): step `config`, or the error.
+  Expected<Choice> caller_step(const Selection& selection, const DeviceFacts* device) {
     clear();
-    for (std::size_t f = 0; f < table_.field_count; ++f) {
-      if (!fields[f].set) continue;
-      const int value = index_.value_index(f, fields[f]);
-      if (value < 0) return index_.explain_miss(args_, selection, device);
-      require(f, static_cast<std::uint16_t>(value));
-    }
-    bool compiled = true;
-    if (Status status = run_heuristics(true, &compiled); !status.ok()) return status;
     Expected<std::int64_t> chosen = pick();
     if (!chosen.ok()) return std::move(chosen).take_status();
     if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::config};
@@ -236,8 +251,14 @@ class RuleSteps {
     const std::size_t entry = lookup_entry(tuned, table_.tuning_key_count, key.data());
     clear();
     const std::uint16_t* config = tuned.configs + entry * table_.field_count;
-    for (std::size_t f = 0; f < table_.field_count; ++f)
-      if (config[f] != table::kUnsetValue && config[f] < table_.fields[f].value_count) require(f, config[f]);
+    added_ = 0;
+    for (std::size_t f = 0; f < table_.field_count; ++f) {
+      if (!set_[f] && config[f] != table::kUnsetValue && config[f] < table_.fields[f].value_count) {
+        require(f, config[f]);
+        ++added_;
+      }
+    }
+    if (added_ == 0) return std::int64_t{-1};  // the entry gives nothing the caller did not
     bool compiled = true;
     if (Status status = run_heuristics(false, &compiled); !status.ok()) return status;
     if (!compiled) return std::int64_t{-1};
@@ -293,6 +314,8 @@ class RuleSteps {
   const table::KernelTable& table_;
   const taot_arg* args_;
   std::int64_t num_sms_;
+  std::size_t added_ = 0;  // fields the current step set beyond the caller's
+  InlineArray<std::uint16_t, kInlineFields> pinned_;  // the caller's value index per field, or kUnsetValue
   InlineArray<std::uint16_t, kInlineFields> request_;
   InlineArray<bool, kInlineFields> set_;
   InlineArray<RuleValue, kInlineFields> values_;

@@ -335,7 +335,7 @@ Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& select
       return Status::error(TAOT_NO_MATCHING_VARIANT,
                            qualified_name_ + ": no compiled " + variants + " accepts " +
                                describe_value(table_->args[a], args[a]) + "; " +
-                               (a > 0 || requested ? "given the arguments before it" : "") +
+                               (a > 0 ? "given the arguments before it" : "") +
                                (requested ? (a > 0 ? " and the requested config" : "given the requested config") : "") +
                                (a > 0 || requested ? ", " : "") + "the variants take " + arg.name + " as: " +
                                compiled_choices(a, mask) +

@@ -171,6 +171,13 @@ def test_heuristics_become_rules_in_order_and_filter_what_they_decide(tmp_path):
     assert len(library.variants["kernel"]) == 6 and len(seen) == 6
 
 
+def test_a_spec_with_heuristics_loads_twice_in_one_process(tmp_path):
+    # The translation works on a copy of the source's parsed tree, which is cached per file.
+    first = load(tmp_path, HEURISTIC, HEURISTIC_SPEC).kernels[0].heuristics
+    second = load(tmp_path, HEURISTIC, HEURISTIC_SPEC).kernels[0].heuristics
+    assert [(field, rule.text) for field, rule in first] == [(field, rule.text) for field, rule in second]
+
+
 def test_heuristic_written_as_a_def(tmp_path):
     source = '''
 def block_for(args):

@@ -334,7 +334,7 @@ TEST(LaunchChoice, ACallersFieldsWinAndHeuristicsFillTheOthers) {
   ASSERT_TRUE(picked.ok()) << picked.status().message();
   EXPECT_EQ(picked->block, 512);
   EXPECT_EQ(picked->warps, 8);
-  EXPECT_EQ(picked->step, Step::config);
+  EXPECT_EQ(picked->step, Step::heuristics);
   // BLOCK_SIZE asked: the num_warps heuristic reads the caller's BLOCK_SIZE.
   FieldRequest block[2] = {request(std::optional<std::int64_t>(2048)), {}};
   picked = pick(*index, table.kernel, 300, Selection::config(block));
@@ -370,10 +370,42 @@ TEST(LaunchChoice, TunedTablesComeBeforeHeuristicsAndKeepToTheRequirements) {
     EXPECT_EQ(picked->warps, c.warps) << c.n_cols;
     EXPECT_EQ(picked->step, c.step) << c.n_cols;
   }
+  // A caller's field is kept by every step: the table fills BLOCK_SIZE, the caller's num_warps stays.
+  FieldRequest warps[2] = {{}, request(std::optional<std::int64_t>(4))};
+  Expected<Picked> pinned = pick(*index, table.kernel, 100, Selection::config(warps), tuned);
+  ASSERT_TRUE(pinned.ok()) << pinned.status().message();
+  EXPECT_EQ(pinned->block, 128);
+  EXPECT_EQ(pinned->warps, 4);
+  EXPECT_EQ(pinned->step, Step::table);
+  // Every field given: the caller's config, whatever the table says.
+  FieldRequest both[2] = {request(std::optional<std::int64_t>(512)), request(std::optional<std::int64_t>(8))};
+  Expected<Picked> given = pick(*index, table.kernel, 100, Selection::config(both), tuned);
+  ASSERT_TRUE(given.ok()) << given.status().message();
+  EXPECT_EQ(given->block, 512);
+  EXPECT_EQ(given->step, Step::config);
   // Without a table for the device, the heuristics choose.
   Expected<Picked> untabled = pick(*index, table.kernel, 100, Selection::automatic(), nullptr);
   ASSERT_TRUE(untabled.ok());
   EXPECT_EQ(untabled->step, Step::heuristics);
+}
+
+}  // namespace
+}  // namespace taot::testing
+
+namespace taot::testing {
+namespace {
+
+TEST(LaunchChoice, AMissOnTheFirstArgumentWithAConfigReadsAsOneSentence) {
+  SoftmaxTable table(true, true, false);
+  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
+  ASSERT_TRUE(index.ok());
+  const std::vector<taot_arg> args = {arg(Ptr(CUdeviceptr{0x7f0000001000}, DType::fp16)), arg(std::int32_t{100})};
+  FieldRequest block[2] = {request(std::optional<std::int64_t>(256)), {}};
+  Expected<Choice> choice = index->choose(args.data(), args.size(), Selection::config(block), nullptr, nullptr, 132);
+  ASSERT_FALSE(choice.ok());
+  EXPECT_THAT(choice.status().message(),
+              HasSubstr("no compiled variant accepts x_ptr = fp16 pointer 0x7f0000001000 (16-byte aligned); given the "
+                        "requested config, the variants take x_ptr as: fp32"));
 }
 
 }  // namespace
