@@ -5,8 +5,9 @@ the figure that matters comes from a 16-core GPU machine.
 
     python3 bench/cold_build.py [SPEC ...] [-j N] [--taot PATH]
 
-Default specs: bench/specs/softmax_1000.toml (960 light variants) and matmul_1000.toml (1016 matmul
-tiles up to 256 x 256 with up to 5 stages: LLVM and ptxas take ~1.5 core-seconds per tile).
+Default specs: bench/specs/softmax_1000.toml (480 light variants: the softmax kernel's
+@triton.heuristics keep one warp count per tile; 960 before) and matmul_1000.toml (1016 matmul tiles
+up to 256 x 256 with up to 5 stages: LLVM and ptxas take ~1.5 core-seconds per tile).
 """
 import argparse
 import json
