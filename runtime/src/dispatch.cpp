@@ -169,6 +169,21 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
     index.memo_.reset(new std::atomic<std::int32_t>[memo_size]);
     for (std::size_t m = 0; m < memo_size; ++m) index.memo_[m].store(-1, std::memory_order_relaxed);
   }
+  if (index.has_rules_) {
+    const auto read_by_value = [&](const table::RuleProgram& program) {
+      for (std::uint16_t i = 0; i < program.length; ++i)
+        if (program.code[i].op == table::RuleOp::arg) index.keyed_args_.push_back(program.code[i].operand);
+    };
+    for (std::uint16_t h = 0; h < table.heuristic_count; ++h) read_by_value(table.heuristics[h].rule);
+    for (std::uint16_t r = 0; r < table.requirement_count; ++r) read_by_value(table.requirements[r]);
+    for (std::uint16_t k = 0; k < table.tuning_key_count; ++k) index.keyed_args_.push_back(table.tuning_key[k]);
+    std::sort(index.keyed_args_.begin(), index.keyed_args_.end());
+    index.keyed_args_.erase(std::unique(index.keyed_args_.begin(), index.keyed_args_.end()), index.keyed_args_.end());
+    for (std::uint16_t a : index.keyed_args_)
+      if (a >= table.arg_count) return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": a rule reads argument " +
+                                                                        std::to_string(a) + ", which does not exist");
+    if (index.memo_ && index.keyed_args_.size() <= kMaxKeyedArgs) index.choice_cache_.reset(new ChoiceSlot[kChoiceSlots]());
+  }
   index.fact_masks_.assign(facts * index.words_, 0);
   for (std::size_t a = 0; a < table.arg_count; ++a) {
     for (int fact = 0; fact < fact_count(table.args[a]); ++fact) {

@@ -95,6 +95,25 @@ class DispatchIndex {
 
   friend class RuleSteps;  // choose() for kernels with rules (choose.cpp)
 
+  // Automatic choices of a kernel with rules, remembered by everything they depend on: the
+  // arguments' facts (and the device's arch class), the tuned table in force, num_sms, and the
+  // values of the arguments the rules and the tuning key read. A small direct-mapped cache of
+  // whole keys (no hash is trusted alone), each slot a seqlock over atomics, so that threads
+  // read and fill it without a lock and a torn entry is never used.
+  static constexpr std::size_t kChoiceSlots = 256;
+  static constexpr std::size_t kMaxKeyedArgs = 6;
+  static constexpr std::size_t kChoiceKeyWords = 3 + kMaxKeyedArgs;
+  struct ChoiceSlot {
+    std::atomic<std::uint32_t> sequence{0};  // odd while being written
+    std::atomic<std::uint64_t> key[kChoiceKeyWords];
+    std::atomic<std::uint64_t> choice{0};  // variant << 8 | step, + 1; 0: empty
+  };
+  // The key of an automatic choice for `args`, or false when the choice is not cached.
+  bool choice_key(const taot_arg* args, const DeviceFacts* device, const table::TunedTable* tuned,
+                  std::int64_t num_sms, std::uint64_t* key) const noexcept;
+  bool cached_choice(const std::uint64_t* key, Choice* choice) const noexcept;
+  void remember_choice(const std::uint64_t* key, const Choice& choice) const noexcept;
+
   const table::KernelTable* table_;
   std::string qualified_name_;
   std::size_t words_;
@@ -102,6 +121,10 @@ class DispatchIndex {
   std::vector<std::uint16_t> default_config_;  // the default value index of each config field
   // Per heuristic and per requirement: it reads no float, so the int64 evaluator runs it.
   std::vector<std::uint8_t> integer_heuristics_, integer_requirements_;
+  // The call arguments rules and the tuning key read by value (keyed by the choice cache), and the
+  // cache itself (absent when the facts are not memoized or more than kMaxKeyedArgs are read).
+  std::vector<std::uint16_t> keyed_args_;
+  std::unique_ptr<ChoiceSlot[]> choice_cache_;
   std::vector<std::uint32_t> order_;     // bit -> variant index
   std::vector<std::uint32_t> position_;  // variant index -> bit
   std::vector<std::size_t> arg_fact_offset_;

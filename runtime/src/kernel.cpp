@@ -273,9 +273,12 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
   if (!state.ok()) return std::move(state).take_status();
   const detail::DispatchIndex& index = (*state)->index;
 
-  // The device, for kernels whose selection or grid depends on it (off the common path).
+  // The device, for kernels whose selection or grid depends on it (off the common path). The
+  // current context asked here is asked once per launch.
   const driver::Api* api = driver::loaded();
   const detail::DeviceFacts* device = nullptr;
+  CUcontext current = nullptr;
+  bool asked_context = false;
   if (index.device_aware() || (given_grid == nullptr && (*state)->uses_num_sms) ||
       (*state)->choice_needs_device(*table_)) {
     if (api == nullptr) {
@@ -283,9 +286,14 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
       if (!loaded_api.ok()) return std::move(loaded_api).take_status();
       api = *loaded_api;
     }
-    Expected<detail::ContextRef> context = detail::current_context(*api);
-    if (!context.ok()) return std::move(context).take_status().with_context(index.qualified_name());
-    Expected<const detail::DeviceFacts*> facts = detail::device_facts(*api, context->handle);
+    asked_context = api->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr;
+    if (!asked_context) {  // no context: current_context says why
+      Expected<detail::ContextRef> context = detail::current_context(*api);
+      return (context.ok() ? Status::error(TAOT_NO_CONTEXT, "no CUDA context is current on this thread")
+                           : std::move(context).take_status())
+          .with_context(index.qualified_name());
+    }
+    Expected<const detail::DeviceFacts*> facts = detail::device_facts(*api, current);
     if (!facts.ok()) return std::move(facts).take_status().with_context(index.qualified_name());
     device = *facts;
   }
@@ -332,9 +340,8 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
     if (!loaded_api.ok()) return std::move(loaded_api).take_status();
     api = *loaded_api;
   }
-  CUcontext current = nullptr;
   const detail::LoadedFunction* function = nullptr;
-  if (api->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr)
+  if (asked_context || (api->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr))
     function = detail::find_function_by_handle((*state)->functions[selected], current);
   if (function == nullptr) {
     Expected<detail::ContextRef> context = detail::current_context(*api);

@@ -204,81 +204,72 @@ bool is_integer_rule(const table::RuleProgram& program, const table::KernelTable
 RuleFault evaluate_integer_rule(const table::RuleProgram& program, const table::KernelTable& table,
                                 const taot_arg* args, const FieldSource& fields, std::int64_t num_sms,
                                 std::int64_t* result) noexcept {
-  std::int64_t stack[kStackDepth];
-  int depth = 0;
-  std::uint16_t pc = 0;
-  while (pc < program.length) {
+  // One flat switch; the stack keeps a guard below its bottom so that a malformed program reads
+  // the guard instead of out of bounds, and depth is checked once per instruction.
+  std::int64_t slots[kStackDepth + 1];
+  std::int64_t* top = slots;  // slots[0] is the guard; *top is the top value
+  const std::int64_t* const limit = slots + kStackDepth;
+  for (std::uint16_t pc = 0; pc < program.length;) {
     const table::RuleInstr& instr = program.code[pc++];
-    std::int64_t pushed = 0;
+    if (top == limit) return RuleFault::malformed;
+    const std::int64_t b = *top;
     switch (instr.op) {
-      case RuleOp::lit: pushed = instr.integer; break;
+      case RuleOp::lit: *++top = instr.integer; continue;
       case RuleOp::arg:
-        pushed = table.args[instr.operand].kind == table::ArgKind::pointer ? args[instr.operand].address != 0
+        *++top = table.args[instr.operand].kind == table::ArgKind::pointer ? args[instr.operand].address != 0
                                                                             : args[instr.operand].integer;
-        break;
-      case RuleOp::isnone: pushed = args[instr.operand].address == 0; break;
+        continue;
+      case RuleOp::isnone: *++top = args[instr.operand].address == 0; continue;
       case RuleOp::field:
-        pushed = fields.set != nullptr && fields.set[instr.operand]
+        *++top = fields.set != nullptr && fields.set[instr.operand]
                      ? fields.values[instr.operand].integer
                      : table.fields[instr.operand].int_values[fields.config[instr.operand]];
-        break;
-      case RuleOp::num_sms: pushed = num_sms; break;
-      case RuleOp::jz:
-      case RuleOp::jnz:
-        if (depth < 1) return RuleFault::malformed;
-        if ((stack[--depth] == 0) == (instr.op == RuleOp::jz)) pc = instr.operand;
         continue;
+      case RuleOp::num_sms: *++top = num_sms; continue;
       case RuleOp::jmp: pc = instr.operand; continue;
-      case RuleOp::neg:
-      case RuleOp::abs:
-      case RuleOp::logical_not:
-      case RuleOp::next_power_of_2: {
-        if (depth < 1) return RuleFault::malformed;
-        std::int64_t& a = stack[depth - 1];
-        a = instr.op == RuleOp::neg           ? wrap_sub(0, a)
-            : instr.op == RuleOp::abs         ? (a < 0 ? wrap_sub(0, a) : a)
-            : instr.op == RuleOp::logical_not ? std::int64_t{a == 0}
-                                              : next_power_of_2(a);
-        continue;
-      }
-      default: {
-        if (depth < 2 || operands_of(instr.op) != 2) return RuleFault::malformed;
-        const std::int64_t b = stack[--depth];
-        std::int64_t& a = stack[depth - 1];
-        switch (instr.op) {
-          case RuleOp::add: a = wrap_add(a, b); break;
-          case RuleOp::sub: a = wrap_sub(a, b); break;
-          case RuleOp::mul: a = wrap_mul(a, b); break;
-          case RuleOp::div:
-            if (b == 0) return RuleFault::division_by_zero;
-            a = floor_div(a, b);
-            break;
-          case RuleOp::mod:
-            if (b == 0) return RuleFault::division_by_zero;
-            a = floor_mod(a, b);
-            break;
-          case RuleOp::cdiv:
-            if (b == 0) return RuleFault::division_by_zero;
-            a = floor_div(wrap_sub(wrap_add(a, b), 1), b);
-            break;
-          case RuleOp::min: a = b < a ? b : a; break;
-          case RuleOp::max: a = a < b ? b : a; break;
-          case RuleOp::eq: a = a == b; break;
-          case RuleOp::ne: a = a != b; break;
-          case RuleOp::lt: a = a < b; break;
-          case RuleOp::le: a = a <= b; break;
-          case RuleOp::gt: a = a > b; break;
-          case RuleOp::ge: a = a >= b; break;
-          default: return RuleFault::malformed;
-        }
-        continue;
-      }
+      default: break;
     }
-    if (depth == kStackDepth) return RuleFault::malformed;
-    stack[depth++] = pushed;
+    if (top == slots) return RuleFault::malformed;  // every other op pops at least one value
+    switch (instr.op) {
+      case RuleOp::jz: --top; if (b == 0) pc = instr.operand; continue;
+      case RuleOp::jnz: --top; if (b != 0) pc = instr.operand; continue;
+      case RuleOp::neg: *top = wrap_sub(0, b); continue;
+      case RuleOp::abs: *top = b < 0 ? wrap_sub(0, b) : b; continue;
+      case RuleOp::logical_not: *top = b == 0; continue;
+      case RuleOp::next_power_of_2: *top = next_power_of_2(b); continue;
+      default: break;
+    }
+    if (top - 1 == slots) return RuleFault::malformed;  // binary operations pop two
+    std::int64_t& a = *--top;
+    switch (instr.op) {
+      case RuleOp::add: a = wrap_add(a, b); break;
+      case RuleOp::sub: a = wrap_sub(a, b); break;
+      case RuleOp::mul: a = wrap_mul(a, b); break;
+      case RuleOp::div:
+        if (b == 0) return RuleFault::division_by_zero;
+        a = floor_div(a, b);
+        break;
+      case RuleOp::mod:
+        if (b == 0) return RuleFault::division_by_zero;
+        a = floor_mod(a, b);
+        break;
+      case RuleOp::cdiv:
+        if (b == 0) return RuleFault::division_by_zero;
+        a = floor_div(wrap_sub(wrap_add(a, b), 1), b);
+        break;
+      case RuleOp::min: a = b < a ? b : a; break;
+      case RuleOp::max: a = a < b ? b : a; break;
+      case RuleOp::eq: a = a == b; break;
+      case RuleOp::ne: a = a != b; break;
+      case RuleOp::lt: a = a < b; break;
+      case RuleOp::le: a = a <= b; break;
+      case RuleOp::gt: a = a > b; break;
+      case RuleOp::ge: a = a >= b; break;
+      default: return RuleFault::malformed;
+    }
   }
-  if (depth != 1) return RuleFault::malformed;
-  *result = stack[0];
+  if (top != slots + 1) return RuleFault::malformed;
+  *result = *top;
   return RuleFault::none;
 }
 

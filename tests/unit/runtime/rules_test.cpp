@@ -4,12 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dispatch.h"
@@ -406,6 +408,56 @@ TEST(LaunchChoice, AMissOnTheFirstArgumentWithAConfigReadsAsOneSentence) {
   EXPECT_THAT(choice.status().message(),
               HasSubstr("no compiled variant accepts x_ptr = fp16 pointer 0x7f0000001000 (16-byte aligned); given the "
                         "requested config, the variants take x_ptr as: fp32"));
+}
+
+}  // namespace
+}  // namespace taot::testing
+
+namespace taot::testing {
+namespace {
+
+// The cache of automatic choices gives what a fresh walk gives, from any number of threads at
+// once, over more distinct keys than it has slots (entries are overwritten all the time).
+TEST(LaunchChoiceCache, RepeatedAndConcurrentChoicesEqualAFreshWalk) {
+  SoftmaxTable table(true, true, true);
+  table.bake("", table::TuningMatch::nearest, {{{1, 0, 1}}, {{1000, 3, -1}}, {{3000, 4, 0}}});
+  Expected<detail::DispatchIndex> cached = detail::DispatchIndex::build(table.kernel);
+  ASSERT_TRUE(cached.ok());
+  const table::TunedTable* tuned = &table.kernel.tuned[0];
+  // The reference: each choice made by an index that has never seen another argument value.
+  std::vector<std::string> expected;
+  for (std::int64_t n_cols = 0; n_cols <= 4096; ++n_cols) {
+    Expected<detail::DispatchIndex> fresh = detail::DispatchIndex::build(table.kernel);
+    Expected<Picked> picked = pick(*fresh, table.kernel, n_cols, Selection::automatic(), tuned);
+    ASSERT_TRUE(picked.ok());
+    expected.push_back(std::to_string(picked->block) + "/" + std::to_string(picked->warps) + "/" +
+                       step_name(picked->step));
+  }
+  std::atomic<int> mismatches{0};
+  const auto work = [&](std::int64_t stride) {
+    for (int round = 0; round < 3; ++round)
+      for (std::int64_t i = 0; i <= 4096; ++i) {
+        const std::int64_t n_cols = (i * stride) % 4097;
+        Expected<Picked> picked = pick(*cached, table.kernel, n_cols, Selection::automatic(), tuned);
+        const std::string got = picked.ok() ? std::to_string(picked->block) + "/" + std::to_string(picked->warps) +
+                                                  "/" + step_name(picked->step)
+                                            : picked.status().message();
+        if (got != expected[static_cast<std::size_t>(n_cols)]) ++mismatches;
+      }
+  };
+  std::vector<std::thread> threads;
+  for (std::int64_t stride : {1, 7, 13, 4096}) threads.emplace_back(work, stride);
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  // A different table (another device's, or one loaded at run time) is another key.
+  table.bake("NVIDIA H100 80GB HBM3", table::TuningMatch::floor, {{{1, 5, 1}}});
+  Expected<Picked> other = pick(*cached, table.kernel, 100, Selection::automatic(), &table.kernel.tuned[1]);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->block, 4096);
+  EXPECT_EQ(other->step, Step::table);
+  Expected<Picked> first = pick(*cached, table.kernel, 100, Selection::automatic(), &table.kernel.tuned[0]);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->block, 128);
 }
 
 }  // namespace
