@@ -462,3 +462,41 @@ TEST(LaunchChoiceCache, RepeatedAndConcurrentChoicesEqualAFreshWalk) {
 
 }  // namespace
 }  // namespace taot::testing
+
+namespace taot::testing {
+namespace {
+
+TEST(LaunchChoiceCApi, ChooseReportsTheVariantAndTheStep) {
+  SoftmaxTable table(true, true, false);
+  FakeDriver fake{4};
+  Kernel kernel{table.kernel};
+  const std::vector<taot_arg> args = softmax_args(300);
+  size_t variant = 99;
+  taot_step step = TAOT_STEP_VARIANT;
+  ASSERT_EQ(taot_kernel_choose(kernel.handle(), args.data(), args.size(), nullptr, 0, &variant, &step), TAOT_OK)
+      << taot_last_error();
+  EXPECT_STREQ(table.kernel.variants[variant].id, "softmax_b512_w4");
+  EXPECT_EQ(step, TAOT_STEP_HEURISTICS);
+  EXPECT_STREQ(taot_step_name(step), "heuristics");
+  const taot_config_value warps[] = {{"num_warps", 8, 0.0, nullptr}};
+  ASSERT_EQ(taot_kernel_choose(kernel.handle(), args.data(), args.size(), warps, 1, &variant, nullptr), TAOT_OK);
+  EXPECT_STREQ(table.kernel.variants[variant].id, "softmax_b512_w8");
+  const taot_config_value both[] = {{"BLOCK_SIZE", 1024, 0.0, nullptr}, {"num_warps", 4, 0.0, nullptr}};
+  ASSERT_EQ(taot_kernel_choose(kernel.handle(), args.data(), args.size(), both, 2, nullptr, &step), TAOT_OK);
+  EXPECT_EQ(step, TAOT_STEP_CONFIG);
+  const std::vector<taot_arg> too_long = softmax_args(5000);
+  EXPECT_EQ(taot_kernel_choose(kernel.handle(), too_long.data(), too_long.size(), nullptr, 0, &variant, &step),
+            TAOT_NO_MATCHING_VARIANT);
+  EXPECT_THAT(taot_last_error(), HasSubstr("heuristic BLOCK_SIZE = max(128, next_power_of_2(n_cols)) gives 8192"));
+  EXPECT_STREQ(taot_step_name(static_cast<taot_step>(42)), "unknown");
+  // Without a context, a kernel whose choice reads the device says so; with one it launches.
+  Status launched = kernel.launch(nullptr, args.data(), args.size());
+  EXPECT_EQ(launched.code(), TAOT_NO_CONTEXT);
+  EXPECT_THAT(launched.message(), HasSubstr("testlib::softmax: no CUDA context is current on this thread"));
+  fake.make_current(fake.add_context(90));
+  launched = kernel.launch(nullptr, args.data(), args.size());
+  EXPECT_TRUE(launched.ok()) << launched.message();
+}
+
+}  // namespace
+}  // namespace taot::testing
