@@ -399,6 +399,11 @@ class ManifestParser {
       long after = depth - found->second.operands;
       const bool jumps = instr.op == RuleOp::jz || instr.op == RuleOp::jnz || instr.op == RuleOp::jmp;
       if (!jumps) ++after;
+      if (after > TAOT_RULE_STACK_DEPTH) {
+        reader_.fail(instr_path, fmt::format("the program holds {} values here; the runtime holds at most {}", after,
+                                             TAOT_RULE_STACK_DEPTH));
+        break;
+      }
       if (jumps) {
         const std::int64_t to = reader_.integer_value(reader_.member(instr_object, "to", instr_path), child(instr_path, "to"));
         if (reader_.failed()) break;

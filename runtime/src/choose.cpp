@@ -89,10 +89,18 @@ class RuleSteps {
       bool compiled = true;
       added_ = 0;
       if (Status status = run_heuristics(true, &compiled); !status.ok()) return status;
-      // Heuristics that computed no field beyond the caller's leave the choice to the caller.
-      Expected<std::int64_t> chosen = added_ > 0 ? pick() : Expected<std::int64_t>(std::int64_t{-1});
-      if (!chosen.ok()) return std::move(chosen).take_status();
-      if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::heuristics};
+      // Heuristics that computed no field beyond the caller's leave the choice to the caller; those
+      // that did decide it, as Triton applies them: a variant with their values, or an error.
+      if (added_ > 0) {
+        Expected<std::int64_t> chosen = pick();
+        if (!chosen.ok()) return std::move(chosen).take_status();
+        if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::heuristics};
+        const std::string values = " with the heuristics' values (" + requested_text() + ")";
+        if (!any(candidates_.data()))
+          return Status::error(TAOT_NO_MATCHING_VARIANT, index_.qualified_name() + ": no compiled variant" + values +
+                                                             " accepts these arguments");
+        return explain_requirements(values);
+      }
     }
     if (pinned_count > 0) return caller_step(selection, device);
     clear();
@@ -125,6 +133,22 @@ class RuleSteps {
     request_[field] = value_index;
     set_[field] = true;
     values_[field] = field_value(table_.fields[field], value_index);
+  }
+
+  // "BLOCK_SIZE=512, num_warps=4": the fields the current step asks for.
+  std::string requested_text() const {
+    std::string text;
+    for (std::size_t f = 0; f < table_.field_count; ++f)
+      if (request_[f] != table::kUnsetValue)
+        text += (text.empty() ? "" : ", ") + std::string(table_.fields[f].name) + "=" +
+                value_text(table_.fields[f], request_[f]);
+    return text;
+  }
+
+  // " with n_cols=300", or "" for a rule that reads nothing.
+  std::string inputs_clause(const table::RuleProgram& program, const FieldSource& fields) const {
+    const std::string inputs = rule_inputs_text(program, table_, args_, fields, num_sms_);
+    return inputs.empty() ? "" : " with " + inputs;
   }
 
   // A rule's value, through the int64 evaluator when the rule reads no float.
@@ -164,8 +188,11 @@ class RuleSteps {
   Status rule_fault(RuleFault fault, const table::RuleProgram& program, const FieldSource& fields) const {
     if (fault == RuleFault::division_by_zero)
       return Status::error(TAOT_INVALID_ARGUMENT, index_.qualified_name() + ": rule " + program.text +
-                                                      " divides by zero with " +
-                                                      rule_inputs_text(program, table_, args_, fields, num_sms_));
+                                                      " divides by zero" + inputs_clause(program, fields));
+    if (fault == RuleFault::not_an_integer)
+      return Status::error(TAOT_INVALID_ARGUMENT, index_.qualified_name() + ": rule " + program.text +
+                                                      " applies next_power_of_2 to a float" +
+                                                      inputs_clause(program, fields));
     return Status::error(TAOT_INTERNAL, index_.qualified_name() + ": rule " + program.text + " is malformed");
   }
 
@@ -188,8 +215,8 @@ class RuleSteps {
         }
         return Status::error(TAOT_NO_MATCHING_VARIANT,
                              index_.qualified_name() + ": heuristic " + table_.fields[heuristic.field].name + " = " +
-                                 heuristic.rule.text + " gives " + rule_value_text(value) + " with " +
-                                 rule_inputs_text(heuristic.rule, table_, args_, fields, num_sms_) +
+                                 heuristic.rule.text + " gives " + rule_value_text(value) +
+                                 inputs_clause(heuristic.rule, fields) +
                                  ", which was not compiled; compiled values: " + compiled_values(heuristic.field));
       }
       require(heuristic.field, static_cast<std::uint16_t>(found));

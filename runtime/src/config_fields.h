@@ -3,6 +3,7 @@
 // descriptions (strings quoted, floats without trailing zeros).
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <string>
 
@@ -11,11 +12,11 @@
 
 namespace taot::detail {
 
+// The shortest text that reads back as `value`: 1024, 0.5, 1e-07.
 inline std::string real_text(double value) {
-  std::string text = std::to_string(value);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (!text.empty() && text.back() == '.') text.pop_back();
-  return text;
+  char text[32];
+  const std::to_chars_result written = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, written.ptr);
 }
 
 inline std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }

@@ -84,16 +84,44 @@ DispatchIndex::DispatchIndex(const table::KernelTable& table)
       words_((table.variant_count + 63) / 64),
       has_rules_(table.heuristic_count > 0 || table.requirement_count > 0 || table.tuning_key_count > 0) {
   for (std::size_t f = 0; f < table.field_count; ++f) default_config_.push_back(table.fields[f].default_index);
-  for (std::uint16_t h = 0; h < table.heuristic_count; ++h)
-    integer_heuristics_.push_back(is_integer_rule(table.heuristics[h].rule, table));
-  for (std::uint16_t r = 0; r < table.requirement_count; ++r)
+}
+
+Status DispatchIndex::check_rules() {
+  const table::KernelTable& table = *table_;
+  const auto bad = [&](const table::RuleProgram& program, const char* problem) {
+    return Status::error(TAOT_INTERNAL, qualified_name_ + ": rule " + (program.text ? program.text : "?") + " " + problem);
+  };
+  for (std::uint16_t h = 0; h < table.heuristic_count; ++h) {
+    const table::Heuristic& heuristic = table.heuristics[h];
+    if (heuristic.field >= table.field_count) return bad(heuristic.rule, "sets a config field out of range");
+    const table::FieldKind kind = table.fields[heuristic.field].kind;
+    if (kind == table::FieldKind::string_value || kind == table::FieldKind::dtype_value)
+      return bad(heuristic.rule, "sets a string or dtype field");
+    if (const char* problem = rule_problem(heuristic.rule, table)) return bad(heuristic.rule, problem);
+    integer_heuristics_.push_back(is_integer_rule(heuristic.rule, table));
+  }
+  for (std::uint16_t r = 0; r < table.requirement_count; ++r) {
+    if (const char* problem = rule_problem(table.requirements[r], table)) return bad(table.requirements[r], problem);
     integer_requirements_.push_back(is_integer_rule(table.requirements[r], table));
+  }
+  for (std::uint16_t k = 0; k < table.tuning_key_count; ++k)
+    if (table.tuning_key[k] >= table.arg_count || table.args[table.tuning_key[k]].kind != table::ArgKind::int_scalar)
+      return Status::error(TAOT_INTERNAL, qualified_name_ + ": the tuning key names no int argument");
+  for (std::uint16_t t = 0; t < table.tuned_count; ++t)
+    if (table.tuned[t].entry_count > 0 && (table.tuned[t].keys == nullptr || table.tuned[t].configs == nullptr))
+      return Status::error(TAOT_INTERNAL, qualified_name_ + ": a tuned table has no data");
+  return Status();
 }
 
 Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
   DispatchIndex index(table);
   if (table.variant_count == 0)
     return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": the kernel table has no variants");
+  for (std::size_t f = 0; f < table.field_count; ++f)
+    if (table.fields[f].default_index >= table.fields[f].value_count)
+      return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": config field " + table.fields[f].name +
+                                              " has its default out of its values");
+  if (Status status = index.check_rules(); !status.ok()) return status;
 
   index.order_.resize(table.variant_count);
   std::iota(index.order_.begin(), index.order_.end(), 0U);
@@ -172,7 +200,8 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
   if (index.has_rules_) {
     const auto read_by_value = [&](const table::RuleProgram& program) {
       for (std::uint16_t i = 0; i < program.length; ++i)
-        if (program.code[i].op == table::RuleOp::arg) index.keyed_args_.push_back(program.code[i].operand);
+        if (program.code[i].op == table::RuleOp::arg || program.code[i].op == table::RuleOp::isnone)
+          index.keyed_args_.push_back(program.code[i].operand);  // None-ness is a fact only for `none` pointers
     };
     for (std::uint16_t h = 0; h < table.heuristic_count; ++h) read_by_value(table.heuristics[h].rule);
     for (std::uint16_t r = 0; r < table.requirement_count; ++r) read_by_value(table.requirements[r]);

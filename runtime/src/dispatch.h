@@ -93,6 +93,10 @@ class DispatchIndex {
   Status explain_variant_rejects(std::size_t variant, const taot_arg* args) const;
   std::string compiled_choices(std::size_t arg_index, const std::vector<std::uint64_t>& among) const;
 
+  // Checks the kernel's rules (programs, heuristic fields, tuning key, tuned tables) so that
+  // evaluating them never reads out of bounds; records which run on the int64 evaluator.
+  Status check_rules();
+
   friend class RuleSteps;  // choose() for kernels with rules (choose.cpp)
 
   // Automatic choices of a kernel with rules, remembered by everything they depend on: the

@@ -251,6 +251,9 @@ Expected<Choice> Kernel::choose(const taot_arg* args, std::size_t arg_count, con
       device = *facts;
     }
   }
+  if (device == nullptr && (*state)->rules_read_num_sms)
+    return Status::error(TAOT_NO_CONTEXT, index.qualified_name() + ": the kernel's rules read num_sms, which needs a "
+                                                                   "current CUDA context (make one current first)");
   const table::TunedTable* tuned =
       index.has_rules() ? (*state)->tuning.current().for_device(device != nullptr ? device->name : "") : nullptr;
   return index.choose(args, arg_count, selection, device, tuned, device != nullptr ? device->multiprocessors : 0);

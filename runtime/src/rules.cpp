@@ -2,6 +2,7 @@
 #include "rules.h"
 
 #include <cmath>
+#include <vector>
 
 #include "config_fields.h"
 
@@ -10,7 +11,7 @@ namespace {
 
 using table::RuleOp;
 
-constexpr int kStackDepth = 32;
+constexpr int kStackDepth = TAOT_RULE_STACK_DEPTH;
 
 std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
@@ -45,13 +46,38 @@ std::int64_t next_power_of_2(std::int64_t value) {
   return static_cast<std::int64_t>(n + 1);
 }
 
+// -1, 0, 1 as int `i` compares with float `d` exactly (as Python compares them); 2 when d is NaN.
+int compare_int_real(std::int64_t i, double d) {
+  if (std::isnan(d)) return 2;
+  if (d >= 9223372036854775808.0) return -1;  // 2^63: above every int64
+  if (d < -9223372036854775808.0) return 1;
+  const double whole = std::floor(d);
+  const auto w = static_cast<std::int64_t>(whole);
+  if (i != w) return i < w ? -1 : 1;
+  return whole < d ? -1 : 0;
+}
+
+// a < b and a == b with Python's exact mixed int/float comparisons (NaN compares false).
 bool less(const RuleValue& a, const RuleValue& b) {
   if (!a.is_real && !b.is_real) return a.integer < b.integer;
-  return a.as_real() < b.as_real();
+  if (a.is_real && b.is_real) return a.real < b.real;
+  if (!a.is_real) return compare_int_real(a.integer, b.real) == -1;
+  return compare_int_real(b.integer, a.real) == 1;
 }
 bool equal(const RuleValue& a, const RuleValue& b) {
   if (!a.is_real && !b.is_real) return a.integer == b.integer;
-  return a.as_real() == b.as_real();
+  if (a.is_real && b.is_real) return a.real == b.real;
+  return compare_int_real(a.is_real ? b.integer : a.integer, a.is_real ? a.real : b.real) == 0;
+}
+
+// Python's float // (its divmod: floor of the exact quotient, not of the rounded a / b).
+double real_floor_div(double a, double b) {
+  const double remainder = std::fmod(a, b);
+  double quotient = (a - remainder) / b;
+  if (remainder != 0.0 && ((b < 0) != (remainder < 0))) quotient -= 1.0;
+  if (quotient == 0.0) return std::copysign(0.0, a / b);
+  const double whole = std::floor(quotient);
+  return quotient - whole > 0.5 ? whole + 1.0 : whole;
 }
 
 RuleValue argument_value(const table::KernelTable& table, const taot_arg* args, std::uint16_t index) {
@@ -85,7 +111,7 @@ bool apply_binary(RuleOp op, RuleValue& a, const RuleValue& b) {
       } else {
         const double numerator = op == RuleOp::cdiv ? a.as_real() + b.as_real() - 1.0 : a.as_real();
         a = RuleValue::of_real(op == RuleOp::mod ? real_floor_mod(numerator, b.as_real())
-                                                 : std::floor(numerator / b.as_real()));
+                                                 : real_floor_div(numerator, b.as_real()));
       }
       return true;
     }
@@ -101,20 +127,20 @@ bool apply_binary(RuleOp op, RuleValue& a, const RuleValue& b) {
   }
 }
 
-void apply_unary(RuleOp op, RuleValue& a) {
+// false when the operation does not take the value (next_power_of_2 of a float, as in Triton).
+bool apply_unary(RuleOp op, RuleValue& a) {
   switch (op) {
-    case RuleOp::neg: a = a.is_real ? RuleValue::of_real(-a.real) : RuleValue::of_int(wrap_sub(0, a.integer)); return;
+    case RuleOp::neg: a = a.is_real ? RuleValue::of_real(-a.real) : RuleValue::of_int(wrap_sub(0, a.integer)); return true;
     case RuleOp::abs:
       if (a.is_real) a.real = std::fabs(a.real);
       else if (a.integer < 0) a.integer = wrap_sub(0, a.integer);
-      return;
-    case RuleOp::logical_not: a = RuleValue::of_int(a.is_zero()); return;
-    case RuleOp::next_power_of_2: {
-      const std::int64_t whole = a.is_real ? static_cast<std::int64_t>(a.real) : a.integer;
-      a = RuleValue::of_int(next_power_of_2(whole));
-      return;
-    }
-    default: return;
+      return true;
+    case RuleOp::logical_not: a = RuleValue::of_int(a.is_zero()); return true;
+    case RuleOp::next_power_of_2:
+      if (a.is_real) return false;
+      a = RuleValue::of_int(next_power_of_2(a.integer));
+      return true;
+    default: return true;
   }
 }
 
@@ -174,7 +200,7 @@ RuleFault evaluate_rule(const table::RuleProgram& program, const table::KernelTa
         const int operands = operands_of(instr.op);
         if (operands == 1) {
           if (depth < 1) return RuleFault::malformed;
-          apply_unary(instr.op, stack[depth - 1]);
+          if (!apply_unary(instr.op, stack[depth - 1])) return RuleFault::not_an_integer;
         } else if (operands == 2) {
           if (depth < 2) return RuleFault::malformed;
           const RuleValue right = stack[--depth];
@@ -187,6 +213,53 @@ RuleFault evaluate_rule(const table::RuleProgram& program, const table::KernelTa
   if (depth != 1) return RuleFault::malformed;
   *result = stack[0];
   return RuleFault::none;
+}
+
+const char* rule_problem(const table::RuleProgram& program, const table::KernelTable& table) {
+  if (program.code == nullptr || program.length == 0) return "is empty";
+  // The stack depth on entry to each instruction (and the end), -1 while no path reaches it.
+  std::vector<int> depth_at(program.length + 1u, -1);
+  depth_at[0] = 0;
+  for (std::uint16_t i = 0; i < program.length; ++i) {
+    const table::RuleInstr& instr = program.code[i];
+    const int operands = operands_of(instr.op);
+    if (operands < 0) return "has an operation the runtime does not know";
+    const int depth = depth_at[i];
+    if (depth < 0) return "has an instruction no path reaches";
+    if (depth < operands) return "pops a value it does not have";
+    switch (instr.op) {
+      case RuleOp::arg:
+      case RuleOp::isnone: {
+        if (instr.operand >= table.arg_count) return "reads an argument out of range";
+        const table::ArgKind kind = table.args[instr.operand].kind;
+        if (instr.op == RuleOp::isnone && kind != table::ArgKind::pointer) return "tests None on a non-pointer";
+        if (instr.op == RuleOp::arg && kind == table::ArgKind::tensordesc) return "reads a tensor descriptor";
+        break;
+      }
+      case RuleOp::field:
+        if (instr.operand >= table.field_count) return "reads a config field out of range";
+        if (table.fields[instr.operand].kind == table::FieldKind::string_value ||
+            table.fields[instr.operand].kind == table::FieldKind::dtype_value)
+          return "reads a string or dtype field";
+        break;
+      default: break;
+    }
+    const bool jumps = instr.op == RuleOp::jz || instr.op == RuleOp::jnz || instr.op == RuleOp::jmp;
+    const int after = depth - operands + (jumps ? 0 : 1);
+    if (after > kStackDepth) return "holds more values than the runtime's stack";
+    const auto reach = [&](std::size_t target) {
+      if (depth_at[target] >= 0 && depth_at[target] != after) return false;
+      depth_at[target] = after;
+      return true;
+    };
+    if (jumps) {
+      if (instr.operand <= i || instr.operand > program.length) return "jumps backwards or past its end";
+      if (!reach(instr.operand)) return "reaches an instruction with different stack depths";
+    }
+    if (instr.op != RuleOp::jmp && !reach(i + 1u)) return "reaches an instruction with different stack depths";
+  }
+  if (depth_at[program.length] != 1) return "does not leave exactly one value";
+  return nullptr;
 }
 
 bool is_integer_rule(const table::RuleProgram& program, const table::KernelTable& table) noexcept {
@@ -204,30 +277,37 @@ bool is_integer_rule(const table::RuleProgram& program, const table::KernelTable
 RuleFault evaluate_integer_rule(const table::RuleProgram& program, const table::KernelTable& table,
                                 const taot_arg* args, const FieldSource& fields, std::int64_t num_sms,
                                 std::int64_t* result) noexcept {
-  // One flat switch; the stack keeps a guard below its bottom so that a malformed program reads
-  // the guard instead of out of bounds, and depth is checked once per instruction.
+  // Flat switches; the stack keeps a guard below its bottom so that a malformed program reads the
+  // guard instead of out of bounds, and depth is checked where it changes.
   std::int64_t slots[kStackDepth + 1];
+  slots[0] = 0;
   std::int64_t* top = slots;  // slots[0] is the guard; *top is the top value
   const std::int64_t* const limit = slots + kStackDepth;
   for (std::uint16_t pc = 0; pc < program.length;) {
     const table::RuleInstr& instr = program.code[pc++];
-    if (top == limit) return RuleFault::malformed;
     const std::int64_t b = *top;
+    std::int64_t pushed = 0;
+    bool pushes = true;
     switch (instr.op) {
-      case RuleOp::lit: *++top = instr.integer; continue;
+      case RuleOp::lit: pushed = instr.integer; break;
       case RuleOp::arg:
-        *++top = table.args[instr.operand].kind == table::ArgKind::pointer ? args[instr.operand].address != 0
+        pushed = table.args[instr.operand].kind == table::ArgKind::pointer ? args[instr.operand].address != 0
                                                                             : args[instr.operand].integer;
-        continue;
-      case RuleOp::isnone: *++top = args[instr.operand].address == 0; continue;
+        break;
+      case RuleOp::isnone: pushed = args[instr.operand].address == 0; break;
       case RuleOp::field:
-        *++top = fields.set != nullptr && fields.set[instr.operand]
+        pushed = fields.set != nullptr && fields.set[instr.operand]
                      ? fields.values[instr.operand].integer
                      : table.fields[instr.operand].int_values[fields.config[instr.operand]];
-        continue;
-      case RuleOp::num_sms: *++top = num_sms; continue;
+        break;
+      case RuleOp::num_sms: pushed = num_sms; break;
       case RuleOp::jmp: pc = instr.operand; continue;
-      default: break;
+      default: pushes = false;
+    }
+    if (pushes) {
+      if (top == limit) return RuleFault::malformed;
+      *++top = pushed;
+      continue;
     }
     if (top == slots) return RuleFault::malformed;  // every other op pops at least one value
     switch (instr.op) {

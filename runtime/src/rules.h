@@ -28,7 +28,7 @@ struct RuleValue {
 std::string rule_value_text(const RuleValue& value);
 
 // Why an evaluation failed; `none` when it did not.
-enum class RuleFault : std::uint8_t { none, division_by_zero, malformed };
+enum class RuleFault : std::uint8_t { none, division_by_zero, not_an_integer, malformed };
 
 // Where a program's `field` instructions read: `values[f]` when `set[f]` is true (heuristic
 // results, caller fields), else value index `config[f]` of field f (a variant's config, or the
@@ -46,6 +46,12 @@ RuleValue field_value(const table::ConfigField& field, std::size_t index) noexce
 // num_sms op pushes. Allocates nothing; fails only on a division by zero or a malformed program.
 RuleFault evaluate_rule(const table::RuleProgram& program, const table::KernelTable& table, const taot_arg* args,
                         const FieldSource& fields, std::int64_t num_sms, RuleValue* result) noexcept;
+
+// What is wrong with `program` as a rule of `table`'s kernel (an operation it does not know, an
+// operand out of range or of the wrong kind, a jump that does not go forward, a path that leaves
+// other than one value or holds more than TAOT_RULE_STACK_DEPTH), or null when nothing is. The
+// evaluators rely on it: DispatchIndex::build checks every rule of a kernel.
+const char* rule_problem(const table::RuleProgram& program, const table::KernelTable& table);
 
 // Whether `program` reads no float (no float literal, argument or field), so that
 // evaluate_integer_rule gives what evaluate_rule gives.

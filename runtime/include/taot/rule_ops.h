@@ -13,4 +13,7 @@
   X(eq, "eq", 2) X(ne, "ne", 2) X(lt, "lt", 2) X(le, "le", 2) X(gt, "gt", 2) X(ge, "ge", 2)             \
   X(jz, "jz", 1) X(jnz, "jnz", 1) X(jmp, "jmp", 0)
 
+/* The most values a rule program may hold on its stack at once (readers refuse deeper programs). */
+#define TAOT_RULE_STACK_DEPTH 32
+
 #endif /* TAOT_RULE_OPS_H_ */

@@ -463,6 +463,10 @@ TEST_F(SchemaTwoErrorTest, RuleProgramsLeaveOneValueOnEveryPath) {
   program = good;
   program[1]["to"] = 5;  // the jump skips `mod` and reaches `not` with two values, the fall-through with one
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[4]: paths reach instruction 5 with"));
+  program = nlohmann::json::array();
+  for (int i = 0; i < 33; ++i) program.push_back({{"op", "lit"}, {"value", i}});
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[32]: the program holds 33 values here; the "
+                                    "runtime holds at most 32"));
   program = {{{"op", "arg"}, {"name", "n"}}, {{"op", "arg"}, {"name", "n"}}};
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program: the program leaves 2 values"));
   program = good;

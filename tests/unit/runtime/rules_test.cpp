@@ -500,3 +500,197 @@ TEST(LaunchChoiceCApi, ChooseReportsTheVariantAndTheStep) {
 
 }  // namespace
 }  // namespace taot::testing
+
+namespace taot::testing {
+namespace {
+
+// add_bias(x_ptr, bias_ptr, n; HAS_BIAS in {0, 1}, BLOCK in {128, 256}), every combination a
+// variant; bias_ptr is an ordinary pointer (not compiled None), so a null one is no fact of its own.
+//   heuristic: HAS_BIAS = bias_ptr is not None;  requirement: n <= BLOCK
+class BiasTable {
+ public:
+  BiasTable() {
+    args_ = {{"x_ptr", table::ArgKind::pointer, kF32, 1, false, 0, nullptr, 0, false, false},
+             {"bias_ptr", table::ArgKind::pointer, kF32, 1, false, 0, nullptr, 0, false, false},
+             {"n", table::ArgKind::int_scalar, kI32, 1, false, 0, nullptr, 0, false, false}};
+    fields_ = {{"HAS_BIAS", table::FieldKind::bool_value, kBools, nullptr, 2, 0, nullptr},
+               {"BLOCK", table::FieldKind::int_value, kBlocks, nullptr, 2, 0, nullptr}};
+    for (std::uint16_t bias = 0; bias < 2; ++bias)
+      for (std::uint16_t block = 0; block < 2; ++block) {
+        ids_.push_back("add_bias_" + std::to_string(bias) + "_" + std::to_string(kBlocks[block]));
+        configs_.push_back({bias, block});
+        table::Variant variant{};
+        variant.id = ids_.back().c_str();
+        variant.specialization = kSpecialization;
+        variant.config = configs_.back().data();
+        variant.params = kParams;
+        variant.param_count = 3;
+        variant.grid[0] = variant.grid[1] = variant.grid[2] = {kOne, 1};
+        variant.images = &image_;
+        variant.image_count = 1;
+        variants_.push_back(variant);
+      }
+    const std::vector<std::string> arg_names = {"x_ptr", "bias_ptr", "n"}, field_names = {"HAS_BIAS", "BLOCK"};
+    heuristic_ = {0, programs_.add("bias_ptr is not None",
+                                   json::parse(R"([{"op":"isnone","name":"bias_ptr"},{"op":"not"}])"), arg_names,
+                                   field_names)};
+    requirement_ = programs_.add("n <= BLOCK", json::parse(R"([{"op":"arg","name":"n"},{"op":"field","name":"BLOCK"},
+                                     {"op":"le"}])"),
+                                 arg_names, field_names);
+    kernel.library = "testlib";
+    kernel.name = "add_bias";
+    kernel.grid_text[0] = kernel.grid_text[1] = kernel.grid_text[2] = "1";
+    kernel.args = args_.data();
+    kernel.arg_count = 3;
+    kernel.fields = fields_.data();
+    kernel.field_count = 2;
+    kernel.variants = variants_.data();
+    kernel.variant_count = 4;
+    kernel.heuristics = &heuristic_;
+    kernel.heuristic_count = 1;
+    kernel.requirements = &requirement_;
+    kernel.requirement_count = 1;
+  }
+  BiasTable(const BiasTable&) = delete;
+
+  table::KernelTable kernel{};
+  Programs programs_;
+
+ private:
+  static constexpr taot_dtype kF32[] = {TAOT_DTYPE_FP32};
+  static constexpr taot_dtype kI32[] = {TAOT_DTYPE_I32};
+  static constexpr std::int64_t kBools[] = {0, 1};
+  static constexpr std::int64_t kBlocks[] = {128, 256};
+  static constexpr table::ArgSpecialization kSpecialization[] = {
+      {TAOT_DTYPE_FP32, 0, 0, false}, {TAOT_DTYPE_FP32, 0, 0, false}, {TAOT_DTYPE_I32, 0, 0, false}};
+  static constexpr std::uint16_t kParams[] = {0, 1, 2};
+  static constexpr table::GridInstr kOne[] = {{table::GridOp::literal, 0, 1}};
+  static constexpr unsigned char kCubin[32] = {};
+  table::Image image_{"sm_90", 90, false, kCubin, 32, "add_bias", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0};
+  std::vector<table::Arg> args_;
+  std::vector<table::ConfigField> fields_;
+  std::deque<std::string> ids_;
+  std::deque<std::vector<std::uint16_t>> configs_;
+  std::vector<table::Variant> variants_;
+  table::Heuristic heuristic_{};
+  table::RuleProgram requirement_{};
+};
+
+std::string chosen_id(const detail::DispatchIndex& index, const table::KernelTable& kernel, std::uint64_t bias,
+                      std::int32_t n) {
+  const taot_arg args[] = {arg(Ptr(CUdeviceptr{0x7f0000001000}, DType::fp32)), arg(Ptr(CUdeviceptr{bias}, DType::fp32)),
+                           arg(n)};
+  Expected<Choice> choice = index.choose(args, 3, Selection::automatic(), nullptr, nullptr, 132);
+  return choice.ok() ? kernel.variants[choice->variant].id : choice.status().message();
+}
+
+TEST(LaunchChoiceCache, ANullPointerThatIsNoFactIsStillPartOfTheKey) {
+  BiasTable table;
+  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
+  ASSERT_TRUE(index.ok()) << index.status().message();
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(chosen_id(*index, table.kernel, 0, 100), "add_bias_0_128");
+    EXPECT_EQ(chosen_id(*index, table.kernel, 0x7f0000002000, 100), "add_bias_1_128");
+  }
+}
+
+TEST(LaunchChoice, HeuristicsDecideOrFailTheDefaultNeverReplacesThem) {
+  BiasTable table;
+  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
+  ASSERT_TRUE(index.ok());
+  EXPECT_EQ(chosen_id(*index, table.kernel, 0x7f0000002000, 200), "add_bias_1_256");
+  EXPECT_EQ(chosen_id(*index, table.kernel, 0x7f0000002000, 1000),
+            "testlib::add_bias: no compiled variant with the heuristics' values (HAS_BIAS=true) satisfies n <= BLOCK "
+            "with n=1000; compiled BLOCK values: 128, 256");
+}
+
+TEST(LaunchChoice, MalformedRulesAreRefusedBeforeAnyUse) {
+  const struct {
+    const char* program;
+    const char* problem;
+  } cases[] = {
+      {R"([{"op":"arg","name":"n"},{"op":"jz","to":0},{"op":"lit","value":1}])", "jumps backwards or past its end"},
+      {R"([{"op":"lit","value":1},{"op":"lit","value":2}])", "does not leave exactly one value"},
+      {R"([{"op":"add"}])", "pops a value it does not have"},
+      {R"([{"op":"isnone","name":"n"}])", "tests None on a non-pointer"},
+  };
+  for (const auto& c : cases) {
+    BiasTable table;
+    table::RuleProgram bad = table.programs_.add("bad", json::parse(c.program), {"x_ptr", "bias_ptr", "n"},
+                                                 {"HAS_BIAS", "BLOCK"});
+    table.kernel.requirements = &bad;
+    Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
+    ASSERT_FALSE(index.ok()) << c.program;
+    EXPECT_EQ(index.status().code(), TAOT_INTERNAL);
+    EXPECT_THAT(index.status().message(), HasSubstr(std::string("testlib::add_bias: rule bad ") + c.problem));
+  }
+  BiasTable deep;
+  std::string program = "[";
+  for (int i = 0; i < 33; ++i) program += std::string(i ? "," : "") + R"({"op":"lit","value":1})";
+  for (int i = 0; i < 32; ++i) program += R"(,{"op":"add"})";
+  table::RuleProgram too_deep = deep.programs_.add("deep", json::parse(program + "]"), {"n"}, {});
+  deep.kernel.requirements = &too_deep;
+  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(deep.kernel);
+  ASSERT_FALSE(index.ok());
+  EXPECT_THAT(index.status().message(), HasSubstr("holds more values than the runtime's stack"));
+}
+
+TEST(RuleEvaluator, FloatsFollowPython) {
+  static constexpr taot_dtype kF64[] = {TAOT_DTYPE_FP64};
+  static constexpr taot_dtype kI64[] = {TAOT_DTYPE_I64};
+  const table::Arg args[] = {{"x", table::ArgKind::float_scalar, kF64, 1, false, 0, nullptr, 0, false, false},
+                             {"i", table::ArgKind::int_scalar, kI64, 1, false, 0, nullptr, 0, false, false}};
+  table::KernelTable kernel{};
+  kernel.library = "cases";
+  kernel.name = "floats";
+  kernel.args = args;
+  kernel.arg_count = 2;
+  Programs programs;
+  const auto run = [&](const char* program, double x, std::int64_t i, detail::RuleValue* value) {
+    const table::RuleProgram rule = programs.add(program, json::parse(program), {"x", "i"}, {});
+    taot_arg values[2] = {};
+    values[0].real64 = x;
+    values[1].integer = i;
+    return detail::evaluate_rule(rule, kernel, values, {nullptr, nullptr, nullptr}, 0, value);
+  };
+  detail::RuleValue value{};
+  // 1.0 // 0.1 == 9.0 in Python (the exact quotient is just below 10)
+  ASSERT_EQ(run(R"([{"op":"arg","name":"x"},{"op":"flit","value":0.1},{"op":"div"}])", 1.0, 0, &value),
+            detail::RuleFault::none);
+  EXPECT_EQ(value.real, 9.0);
+  // 2**53 + 1 > 2.0**53 is True: ints and floats compare exactly
+  ASSERT_EQ(run(R"([{"op":"arg","name":"i"},{"op":"arg","name":"x"},{"op":"gt"}])", 9007199254740992.0,
+                9007199254740993, &value),
+            detail::RuleFault::none);
+  EXPECT_EQ(value.integer, 1);
+  ASSERT_EQ(run(R"([{"op":"arg","name":"i"},{"op":"arg","name":"x"},{"op":"eq"}])", 9007199254740992.0,
+                9007199254740993, &value),
+            detail::RuleFault::none);
+  EXPECT_EQ(value.integer, 0);
+  // next_power_of_2 takes ints only, as Triton's
+  EXPECT_EQ(run(R"([{"op":"arg","name":"x"},{"op":"next_power_of_2"}])", 1.5, 0, &value),
+            detail::RuleFault::not_an_integer);
+  EXPECT_EQ(detail::rule_value_text(detail::RuleValue::of_real(1e-7)), "1e-07");
+}
+
+TEST(LaunchChoice, ChoosingWithoutAContextRefusesRulesThatReadNumSms) {
+  BiasTable table;
+  table::RuleProgram sms = table.programs_.add("n <= num_sms * BLOCK", json::parse(R"([{"op":"arg","name":"n"},
+      {"op":"num_sms"},{"op":"field","name":"BLOCK"},{"op":"mul"},{"op":"le"}])"), {"x_ptr", "bias_ptr", "n"},
+      {"HAS_BIAS", "BLOCK"});
+  table.kernel.requirements = &sms;
+  FakeDriver fake{5};
+  Kernel kernel{table.kernel};
+  const taot_arg args[] = {arg(Ptr(CUdeviceptr{0x7f0000001000}, DType::fp32)), arg(Ptr(CUdeviceptr{0}, DType::fp32)),
+                           arg(std::int32_t{100})};
+  Expected<Choice> choice = kernel.choose(args, 3);
+  ASSERT_FALSE(choice.ok());
+  EXPECT_EQ(choice.status().code(), TAOT_NO_CONTEXT);
+  fake.make_current(fake.add_context(90));
+  choice = kernel.choose(args, 3);
+  ASSERT_TRUE(choice.ok()) << choice.status().message();
+  EXPECT_STREQ(table.kernel.variants[choice->variant].id, "add_bias_0_128");
+}
+
+}  // namespace
+}  // namespace taot::testing
