@@ -96,9 +96,7 @@ class RuleSteps {
         if (!chosen.ok()) return std::move(chosen).take_status();
         if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::heuristics};
         const std::string values = " with the heuristics' values (" + requested_text() + ")";
-        if (!any(candidates_.data()))
-          return Status::error(TAOT_NO_MATCHING_VARIANT, index_.qualified_name() + ": no compiled variant" + values +
-                                                             " accepts these arguments");
+        if (!any(candidates_.data())) return explain_request_miss(device, values);
         return explain_requirements(values);
       }
     }
@@ -133,6 +131,24 @@ class RuleSteps {
     request_[field] = value_index;
     set_[field] = true;
     values_[field] = field_value(table_.fields[field], value_index);
+  }
+
+  // No variant with the fields the current step asks for accepts the arguments: which argument
+  // fails, as a miss with that config requested explains it.
+  Status explain_request_miss(const DeviceFacts* device, const std::string& values) const {
+    std::vector<FieldRequest> fields(table_.field_count);
+    for (std::size_t f = 0; f < table_.field_count; ++f) {
+      if (request_[f] == table::kUnsetValue) continue;
+      const table::ConfigField& field = table_.fields[f];
+      fields[f].set = true;
+      if (field.kind == table::FieldKind::float_value) fields[f].real = field.float_values[request_[f]];
+      else if (field.kind == table::FieldKind::string_value) fields[f].text = field.string_values[request_[f]];
+      else fields[f].integer = field.int_values[request_[f]];
+    }
+    Status miss = index_.explain_miss(args_, Selection::config(fields.data()), device);
+    if (miss.code() != TAOT_INTERNAL) return miss;
+    return Status::error(TAOT_NO_MATCHING_VARIANT, index_.qualified_name() + ": no compiled variant" + values +
+                                                       " accepts these arguments");
   }
 
   // "BLOCK_SIZE=512, num_warps=4": the fields the current step asks for.
