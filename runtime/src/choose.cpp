@@ -298,7 +298,7 @@ class RuleSteps {
     const std::uint16_t* config = tuned.configs + entry * table_.field_count;
     added_ = 0;
     for (std::size_t f = 0; f < table_.field_count; ++f) {
-      if (!set_[f] && config[f] != table::kUnsetValue && config[f] < table_.fields[f].value_count) {
+      if (!set_[f] && config[f] != table::kUnsetValue) {  // in range: check_rules, resolve_tuning
         require(f, config[f]);
         ++added_;
       }

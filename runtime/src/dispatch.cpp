@@ -107,9 +107,18 @@ Status DispatchIndex::check_rules() {
   for (std::uint16_t k = 0; k < table.tuning_key_count; ++k)
     if (table.tuning_key[k] >= table.arg_count || table.args[table.tuning_key[k]].kind != table::ArgKind::int_scalar)
       return Status::error(TAOT_INTERNAL, qualified_name_ + ": the tuning key names no int argument");
-  for (std::uint16_t t = 0; t < table.tuned_count; ++t)
-    if (table.tuned[t].entry_count > 0 && (table.tuned[t].keys == nullptr || table.tuned[t].configs == nullptr))
+  for (std::uint16_t t = 0; t < table.tuned_count; ++t) {
+    const table::TunedTable& tuned = table.tuned[t];
+    if (tuned.entry_count > 0 && (tuned.keys == nullptr || tuned.configs == nullptr))
       return Status::error(TAOT_INTERNAL, qualified_name_ + ": a tuned table has no data");
+    for (std::size_t e = 0; e < tuned.entry_count; ++e)
+      for (std::size_t f = 0; f < table.field_count; ++f) {
+        const std::uint16_t value = tuned.configs[e * table.field_count + f];
+        if (value != table::kUnsetValue && value >= table.fields[f].value_count)
+          return Status::error(TAOT_INTERNAL, qualified_name_ + ": tuned table " + tuned.source +
+                                                  " has a config value out of range");
+      }
+  }
   return Status();
 }
 
@@ -265,7 +274,7 @@ Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t ar
     return variant;
   }
 
-  if (memo_ && !has_rules_ && selection.fields() == nullptr) {
+  if (memo_ && selection.fields() == nullptr) {
     std::size_t key = 0;
     if (memo_key(args, device, &key)) {
       const std::int32_t known = memo_[key].load(std::memory_order_relaxed);

@@ -35,7 +35,8 @@ class DispatchIndex {
   // The variant to launch for `args` under `selection`, or an error that names the argument, the
   // predicate it failed and what was compiled. For a device-aware index, automatic and config
   // selection consider only the variants `device` runs (all of them when `device` is null);
-  // exact variant selection ignores the device.
+  // exact variant selection ignores the device. Ignores the kernel's rules: a kernel with rules
+  // chooses through choose() (which uses this only for exact variants).
   Expected<std::size_t> select(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                                const DeviceFacts* device = nullptr) const;
 
@@ -47,12 +48,12 @@ class DispatchIndex {
                           const DeviceFacts* device, const table::TunedTable* tuned, std::int64_t num_sms) const;
 
   // Whether the kernel has heuristics, requirements or a tuning key, so that its choice depends
-  // on argument values (and is never memoized by facts alone).
+  // on argument values (its automatic choices are cached by those values, not memoized by facts).
   bool has_rules() const noexcept { return has_rules_; }
 
   // The variant an automatic selection already chose for arguments with the same facts (on a
   // device of the same arch, for a device-aware index), or -1 (not chosen yet, not an automatic
-  // selection, or an argument no variant takes): then select().
+  // selection, or an argument no variant takes): then select(). For kernels without rules.
   std::int64_t memoized(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                         const DeviceFacts* device = nullptr) const noexcept;
 
@@ -170,7 +171,7 @@ inline std::size_t DispatchIndex::arch_class(int arch) const noexcept {
 
 inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                                             const DeviceFacts* device) const noexcept {
-  if (!memo_ || has_rules_ || selection.fields() != nullptr || selection.is_variant() || arg_count != table_->arg_count) return -1;
+  if (!memo_ || selection.fields() != nullptr || selection.is_variant() || arg_count != table_->arg_count) return -1;
   std::size_t key = 0;
   if (!memo_key(args, device, &key)) return -1;
   return memo_[key].load(std::memory_order_relaxed);

@@ -254,9 +254,7 @@ Expected<Choice> Kernel::choose(const taot_arg* args, std::size_t arg_count, con
   if (device == nullptr && (*state)->rules_read_num_sms)
     return Status::error(TAOT_NO_CONTEXT, index.qualified_name() + ": the kernel's rules read num_sms, which needs a "
                                                                    "current CUDA context (make one current first)");
-  const table::TunedTable* tuned =
-      index.has_rules() ? (*state)->tuning.current().for_device(device != nullptr ? device->name : "") : nullptr;
-  return index.choose(args, arg_count, selection, device, tuned, device != nullptr ? device->multiprocessors : 0);
+  return (*state)->choose(args, arg_count, selection, device);
 }
 
 Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection) {
@@ -303,9 +301,7 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
 
   std::size_t selected = 0;
   if (index.has_rules()) {
-    const table::TunedTable* tuned = (*state)->tuning.current().for_device(device != nullptr ? device->name : "");
-    Expected<Choice> chosen =
-        index.choose(args, arg_count, selection, device, tuned, device != nullptr ? device->multiprocessors : 0);
+    Expected<Choice> chosen = (*state)->choose(args, arg_count, selection, device);
     if (!chosen.ok()) return std::move(chosen).take_status();
     selected = chosen->variant;
   } else {

@@ -41,6 +41,15 @@ struct KernelState {
     rules_read_num_sms = rules_use_num_sms(table);
   }
 
+  // The choice for `args` on `device` (null: no current context): a kernel with rules takes the
+  // tuned table for the device's name and its multiprocessor count.
+  Expected<Choice> choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                          const DeviceFacts* device) const {
+    const table::TunedTable* tuned =
+        index.has_rules() ? tuning.current().for_device(device != nullptr ? device->name : "") : nullptr;
+    return index.choose(args, arg_count, selection, device, tuned, device != nullptr ? device->multiprocessors : 0);
+  }
+
   // Whether choosing a variant needs the launching device beyond device-aware selection: for the
   // rules' num_sms or a tuned table (chosen by device name).
   bool choice_needs_device(const table::KernelTable& table) const noexcept {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_schema_two_module import _image as image_entry
+from test_schema_two_module import _image as image_entry, build_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,18 +72,7 @@ def module_dir(tmp_path_factory, taot_bin):
     root = tmp_path_factory.mktemp("calls")
     manifest = {"schema": "taot.manifest", "schema_version": 2, "triton_version": "3.6.0", "library": "calls",
                 "spec": "calls.toml", "targets": ["sm_90"], "kernels": [_scale_kernel(root), _wide_kernel(root)]}
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    out = root / "generated"
-    result = subprocess.run([str(taot_bin), "gen", str(root / "manifest.json"), "-o", str(out), "--python"],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    build = out / "build"
-    for command in (["cmake", "-S", str(out), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                     f"-DTAOT_SOURCE_DIR={REPO}", f"-DPython_EXECUTABLE={sys.executable}", "--log-level=ERROR"],
-                    ["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2)]):
-        result = subprocess.run(command, capture_output=True, text=True, timeout=900)
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return build
+    return build_module(taot_bin, root, manifest)
 
 
 PRELUDE = """

@@ -72,6 +72,12 @@ def module_dir(tmp_path_factory, taot_bin):
                     [(True, "relu", ["sm_80", "sm_90"]), (False, "relu", ["sm_90"])], ["sm_80", "sm_90"]),
         ],
     }
+    return build_module(taot_bin, root, manifest)
+
+
+def build_module(taot_bin, root, manifest):
+    """Writes `manifest` to root/manifest.json, runs taot gen --python on it and builds the library
+    and its module with CMake; returns the build folder (the module's folder)."""
     (root / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     out = root / "generated"
     result = subprocess.run([str(taot_bin), "gen", str(root / "manifest.json"), "-o", str(out), "--python"],
