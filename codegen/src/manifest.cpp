@@ -71,6 +71,12 @@ std::vector<std::string> generated_names(const std::string& library, const std::
           "C function " + library + "_" + kernel + "_handle"};
 }
 
+// 64 lower-case hex digits, as a SHA-256 is written.
+bool is_sha256(std::string_view text) {
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 // Names a kernel may not take: the library's own functions and namespaces, and names the
 // generated code uses unqualified inside the library's namespace.
 bool is_reserved_kernel_name(std::string_view name) {
@@ -807,10 +813,7 @@ class ManifestParser {
     image.dir = reader_.get_string(object, "dir", path);
     image.cubin = reader_.get_string(object, "cubin", path);
     image.cubin_sha256 = reader_.get_string(object, "cubin_sha256", path);
-    if (!reader_.failed() && (image.cubin_sha256.size() != 64 ||
-                              !std::all_of(image.cubin_sha256.begin(), image.cubin_sha256.end(), [](char c) {
-                                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                              }))) {
+    if (!reader_.failed() && !is_sha256(image.cubin_sha256)) {
       reader_.fail(child(path, "cubin_sha256"),
                    fmt::format("expected 64 lower-case hex digits, got {}", json(image.cubin_sha256).dump()));
     }
@@ -845,10 +848,52 @@ class ManifestParser {
         image.artifacts[stage] = reader_.string_value(&artifact, child(child(path, "artifacts"), stage));
       }
     }
+    read_ptxas_report(image, object, path);
+    read_override(image, object, path);
     if (reader_.failed()) return image;
     image.cubin_path = manifest_.directory / image.cubin;
     if (options_.verify_cubins) verify_cubin(image, child(path, "cubin"));
     return image;
+  }
+
+  // "ptxas" (optional): {"registers", "spill_stores", "spill_loads", "stack"}.
+  void read_ptxas_report(Image& image, const json* object, const std::string& path) {
+    if (object == nullptr || !object->contains("ptxas") || reader_.failed()) return;
+    const json* report = reader_.member(object, "ptxas", path);
+    if (report == nullptr || report->is_null()) return;
+    const std::string report_path = child(path, "ptxas");
+    if (reader_.object_value(report, report_path) == nullptr) return;
+    PtxasReport read;
+    read.registers = static_cast<std::uint32_t>(reader_.get_unsigned(report, "registers", report_path, kMaxU16));
+    read.spill_stores = static_cast<std::uint32_t>(reader_.get_unsigned(report, "spill_stores", report_path, kMaxU32));
+    read.spill_loads = static_cast<std::uint32_t>(reader_.get_unsigned(report, "spill_loads", report_path, kMaxU32));
+    read.stack = static_cast<std::uint32_t>(reader_.get_unsigned(report, "stack", report_path, kMaxU32));
+    if (!reader_.failed()) image.ptxas = read;
+  }
+
+  // "override" (optional): {"stage", "sha256", "file"} of the edited stage the image was rebuilt from.
+  void read_override(Image& image, const json* object, const std::string& path) {
+    if (object == nullptr || !object->contains("override") || reader_.failed()) return;
+    const json* entry = reader_.member(object, "override", path);
+    if (entry == nullptr || entry->is_null()) return;
+    const std::string entry_path = child(path, "override");
+    if (reader_.object_value(entry, entry_path) == nullptr) return;
+    IrOverride read;
+    read.stage = reader_.get_string(entry, "stage", entry_path);
+    read.sha256 = reader_.get_string(entry, "sha256", entry_path);
+    read.file = reader_.get_string(entry, "file", entry_path);
+    if (reader_.failed()) return;
+    static constexpr std::string_view kStages[] = {"ttir", "ttgir", "llir", "ptx", "cubin"};
+    if (std::find(std::begin(kStages), std::end(kStages), read.stage) == std::end(kStages)) {
+      reader_.fail(child(entry_path, "stage"),
+                   fmt::format("expected one of ttir, ttgir, llir, ptx, cubin, got {}", json(read.stage).dump()));
+      return;
+    }
+    if (!is_sha256(read.sha256)) {
+      reader_.fail(child(entry_path, "sha256"), fmt::format("expected 64 lower-case hex digits, got {}", json(read.sha256).dump()));
+      return;
+    }
+    image.override_from = std::move(read);
   }
 
   // "tensordesc_meta" (optional when the kernel has no descriptors): on sm_90+ one entry per

@@ -82,7 +82,7 @@ def test_every_variant_fits_an_h100_block(tmp_path):
     pytest.importorskip("triton", reason="compiling the spec needs Triton")
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(PYTHON_FRONT_END),
                                                                             os.environ.get("PYTHONPATH")])))
-    result = subprocess.run([sys.executable, "-m", "taot.compile", str(SPEC), "-o", str(tmp_path), "--quiet",
+    result = subprocess.run([sys.executable, "-m", "taot", "compile", str(SPEC), "-o", str(tmp_path), "--quiet",
                              "-j", str(os.cpu_count() or 2)], capture_output=True, text=True, env=environment,
                             timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -100,7 +100,7 @@ def holder_of(path):
 
 
 def describe_this_process():
-    """'pid 42 on host since 2026-01-02 10:11:12: python3 -m taot.compile spec.toml -o out'."""
+    """'pid 42 on host since 2026-01-02 10:11:12: python3 -m taot build spec.toml -o out'."""
     try:
         arguments = Path("/proc/self/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
         command = shlex.join(argument.decode(errors="replace") for argument in arguments)

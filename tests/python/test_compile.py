@@ -196,7 +196,7 @@ def test_compile_failure_names_variant_and_target(project):
 
 def run_cli(*arguments, cwd):
     environment = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    return subprocess.run([sys.executable, "-m", "taot.compile", *arguments], cwd=cwd, env=environment,
+    return subprocess.run([sys.executable, "-m", "taot", "compile", *arguments], cwd=cwd, env=environment,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -1,40 +1,39 @@
-// The taot subcommands: one function per command, each returning the process exit code.
-// main() only parses the command line and calls one of them.
+// The taot subcommands, one table (commands.cpp). A command implemented in C++ declares its options
+// on its CLI11 subcommand and returns what runs it; a command of the Python front end (one that
+// needs Triton) is forwarded with its arguments verbatim, its options declared only there
+// (python/taot/cli.py is that side's table).
 #pragma once
 
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace taot::tool {
 
-struct CompileOptions {
-  std::string spec;
-  std::string output;
-  int jobs = 0;  // 0: the Python front end's default (all cores)
-  std::vector<std::string> targets;
-  bool quiet = false;
-  bool list_only = false;
-  std::string ir;         // how to keep the IR stages: compressed, plain or none ("": the default)
-  bool no_wait = false;   // fail instead of waiting when another build holds the output folder
-  long max_variants = 0;  // 0: the Python front end's default (10000)
-  bool build_library = false;  // taot build: also configure and build the library with CMake
-  bool python = false;         // taot build: also generate the Python module
+// Runs a parsed command; returns the process exit code.
+using Runner = std::function<int()>;
+
+struct Command {
+  const char* name;
+  const char* summary;  // one line, for `taot --help`
+  // Declares the command's options on `command` and returns its runner; null for a command of the
+  // Python front end.
+  Runner (*declare)(CLI::App& command);
 };
 
-struct GenOptions {
-  std::string manifest;
-  std::string output;
-  bool quiet = false;
-  bool python = false;  // also generate the Python module (nanobind)
-  std::vector<std::string> tuning;  // tuned-table files to bake in: FILE or KERNEL=FILE
-};
+// Every command, in the order `taot --help` lists them.
+std::span<const Command> commands();
 
-// `taot compile`: runs the Python front end (python3 -m taot.compile), which calls Triton.
-int run_compile(const CompileOptions& options);
-// `taot gen`: manifest.json -> C++ library sources.
-int run_gen(const GenOptions& options);
-// `taot build`: compile, then gen into the same folder, then (build_library) cmake into
-// <output>/build.
-int run_build(const CompileOptions& options);
+// Runs `python3 -m taot <command> <arguments...>` and returns its exit code. The front end finds the
+// C++ `taot` (for `gen`) through $TAOT_BIN, set here to this executable.
+int run_front_end(const std::string& command, const std::vector<std::string>& arguments);
+
+// The C++ commands' declarations (one file each).
+Runner declare_gen(CLI::App& command);
 
 }  // namespace taot::tool

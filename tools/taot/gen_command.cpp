@@ -1,7 +1,9 @@
 // `taot gen`: reads manifest.json (and the tuned tables --tuning names) and writes the library
 // sources, only the files that changed.
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +14,16 @@
 #include "taot/codegen/tuning.h"
 
 namespace taot::tool {
+
+namespace {
+
+struct GenOptions {
+  std::string manifest;
+  std::string output;
+  bool quiet = false;
+  bool python = false;              // also generate the Python module (nanobind)
+  std::vector<std::string> tuning;  // tuned-table files to bake in: FILE or KERNEL=FILE
+};
 
 int run_gen(const GenOptions& options) {
   codegen::Expected<codegen::Manifest> manifest = codegen::read_manifest(options.manifest);
@@ -42,6 +54,22 @@ int run_gen(const GenOptions& options) {
                options.output);
   }
   return 0;
+}
+
+}  // namespace
+
+Runner declare_gen(CLI::App& command) {
+  auto options = std::make_shared<GenOptions>();
+  command.add_option("manifest", options->manifest, "manifest.json written by taot compile")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command.add_option("-o,--output", options->output, "Output folder for the sources")->required();
+  command.add_flag("-q,--quiet", options->quiet, "Print errors only");
+  command.add_flag("--python", options->python, "Also generate the Python module (nanobind) of the library");
+  command.add_option("--tuning", options->tuning,
+                     "A tuned table to bake in (repeatable): a taot-format FILE names its kernel; "
+                     "KERNEL=FILE binds a vLLM-format file to KERNEL");
+  return [options] { return run_gen(*options); };
 }
 
 }  // namespace taot::tool

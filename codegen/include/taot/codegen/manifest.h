@@ -104,6 +104,23 @@ struct TensordescMeta {
   std::vector<std::uint32_t> block_size;
 };
 
+// What ptxas reported compiling an image (`ptxas -v`): registers per thread and bytes of spill
+// stores, spill loads and stack frame per thread.
+struct PtxasReport {
+  std::uint32_t registers = 0;
+  std::uint32_t spill_stores = 0;
+  std::uint32_t spill_loads = 0;
+  std::uint32_t stack = 0;
+};
+
+// An image rebuilt from an edited IR stage (`taot from-ir`): the stage it was rebuilt from and the
+// SHA-256 of that file, which the library and `taot inspect` show and later builds keep.
+struct IrOverride {
+  std::string stage;   // "ttir", "ttgir", "llir", "ptx" or "cubin"
+  std::string sha256;  // 64 lower-case hex digits
+  std::string file;    // the edited file as kept, relative to the manifest's folder
+};
+
 enum class GridOp : std::uint8_t { literal, arg, add, sub, mul, div, mod, cdiv, min, max, neg, num_sms };
 
 // One instruction of a postfix grid program: `literal` pushes `value`; `arg` pushes call argument
@@ -144,6 +161,8 @@ struct Image {
   // Triton passes descriptors as pointer, shape and strides.
   std::vector<TensordescMeta> tensordesc_meta;
   std::map<std::string, std::string> artifacts;  // stage ("ttir", "ptx", ...) -> path as written
+  std::optional<PtxasReport> ptxas;             // absent when the compile did not record it
+  std::optional<IrOverride> override_from;      // absent unless rebuilt from an edited stage
 };
 
 // One compiled variant: a specialization plus a config, with an image for each of the kernel's

@@ -1,28 +1,36 @@
-# Driver of `python -m taot.compile`: parse the command line, run the build, print progress and errors.
+# `taot compile`: load a spec, compile its variants with Triton, print progress and a summary.
 import argparse
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 
-from .errors import TaotError
-from .ir_files import DEFAULT_MODE, MODES
+from ..ir_files import DEFAULT_MODE, MODES
 
 
-def parse_arguments(argv):
-    parser = argparse.ArgumentParser(
-        prog="python -m taot.compile",
-        description="Compile the Triton kernels described by a taot spec into artifacts and manifest.json.")
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
+def add_arguments(parser):
+    """The compile options; `taot build` takes them too."""
     parser.add_argument("spec", help="the spec file (.toml, or .py defining taot_spec())")
     parser.add_argument("-o", "--output", metavar="OUTDIR", help="output folder for manifest.json and artifacts/")
-    parser.add_argument("-j", "--jobs", type=int, metavar="N", default=os.cpu_count() or 1,
+    parser.add_argument("-j", "--jobs", type=positive_int, metavar="N", default=os.cpu_count() or 1,
                         help="parallel compile workers (default: %(default)s, the CPU count)")
     parser.add_argument("--target", action="extend", nargs="+", metavar="TARGET", dest="targets",
                         help="compile for these targets instead of the spec's (e.g. --target sm_90 sm_80)")
     parser.add_argument("--list", action="store_true", help="print the variant ids and exit without compiling")
-    parser.add_argument("--max-variants", type=int, metavar="N", default=10000,
+    parser.add_argument("--max-variants", type=positive_int, metavar="N", default=10000,
                         help="refuse a spec that makes more than N variants in all (default: %(default)s)")
     parser.add_argument("--ir", choices=MODES, default=DEFAULT_MODE,
                         help="keep the IR stages (ttir, ttgir, llir, ptx) gzip-compressed, as plain text, or not at "
@@ -30,56 +38,46 @@ def parse_arguments(argv):
     parser.add_argument("--no-wait", action="store_true",
                         help="fail, naming the holder, when another build holds OUTDIR (default: wait for it)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
-    arguments = parser.parse_args(argv)
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
+
+
+def check(parser, arguments):
+    """Usage errors the parser cannot see alone (exit 2)."""
     if not arguments.list and not arguments.output:
         parser.error("-o OUTDIR is required (unless --list)")
-    if arguments.jobs < 1:
-        parser.error("-j must be at least 1")
-    if arguments.max_variants < 1:
-        parser.error("--max-variants must be at least 1")
     if arguments.targets:
         arguments.targets = [name for value in arguments.targets for name in value.split(",") if name]
-    return arguments
 
 
-def main(argv=None):
-    arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
-    try:
-        # `taot compile` starts Python with Ctrl-C blocked, so that one arriving during the
-        # interpreter's start-up waits until here, where it stops the build cleanly.
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        return _run(arguments)
-    except TaotError as error:
-        print(error.report(), file=sys.stderr)
-        return 1
-    except OSError as error:  # e.g. OUTDIR not writable
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as interrupt:  # build.Interrupted says how far the build got
-        print(f"interrupted: {interrupt}" if str(interrupt) else "interrupted", file=sys.stderr)
-        return 130
-
-
-def _run(arguments):
+def run(arguments):
     start = time.perf_counter()
-    from .spec import load_spec
+    library = load(arguments)
+    if arguments.list:
+        return _list(library, arguments)
+    result = compile_library(library, arguments)
+    _summarise(result, time.perf_counter() - start, arguments)
+    return 0
+
+
+def load(arguments):
+    """The spec, validated and enumerated; prints each kernel's variant count unless quiet."""
+    from ..spec import load_spec
     library = load_spec(Path(arguments.spec), label=arguments.spec, target_override=arguments.targets,
                         max_variants=arguments.max_variants)
     if not arguments.quiet and not arguments.json:
         _print_counts(library, sys.stderr)
-    if arguments.list:
-        return _list(library, arguments)
-    from .build import build
+    return library
+
+
+def compile_library(library, arguments):
+    from ..build import build
     progress = None if arguments.quiet else Progress(sys.stderr)
     try:
-        result = build(library, arguments.output, workers=arguments.jobs, progress=progress,
-                       notice=progress.note if progress else None, ir=arguments.ir, wait=not arguments.no_wait)
+        return build(library, arguments.output, workers=arguments.jobs, progress=progress,
+                     notice=progress.note if progress else None, ir=arguments.ir, wait=not arguments.no_wait)
     finally:
         if progress is not None:
             progress.finish()
-    _summarise(result, time.perf_counter() - start, arguments)
-    return 0
 
 
 def _print_counts(library, stream):
@@ -159,6 +157,3 @@ class Progress:
             self.stream.flush()
             self.drawn = False
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,6 @@
+# `python -m taot COMMAND ...`: see taot.cli.
+import sys
+
+from .cli import main
+
+sys.exit(main())

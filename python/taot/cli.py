@@ -1,0 +1,63 @@
+# `python -m taot COMMAND ...`: the commands the Python front end implements, one table. The C++
+# `taot` command forwards these commands' arguments here verbatim; each command declares its options
+# once, in its module under taot/commands/.
+#
+# Each command's one-line summary lives in the C++ command table (tools/taot/commands.cpp), which
+# lists every command in `taot --help`; the options live here, in the command's module.
+# A command module defines add_arguments(parser), optionally check(parser, arguments)
+# for usage errors the parser cannot see, and run(arguments) -> exit code.
+# run() raises TaotError (or OSError) for errors the user can fix; main() prints them. Exit codes:
+# 0 success, 1 an error, 2 a usage error (argparse), 130 interrupted.
+import argparse
+import importlib
+import signal
+import sys
+
+from .errors import TaotError
+
+# name -> module (imported only when its command runs, so that one command's imports, e.g. Triton,
+# never slow another's start).
+COMMANDS = {
+    "compile": "taot.commands.compile",
+    "build": "taot.commands.build",
+    "passes": "taot.commands.passes",
+    "from-ir": "taot.commands.from_ir",
+    "import-cache": "taot.commands.import_cache",
+}
+
+
+def command_module(name):
+    return importlib.import_module(COMMANDS[name])
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(f"usage: taot COMMAND [options]; the Python front end's commands: {', '.join(COMMANDS)}",
+              file=sys.stderr)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"taot: unknown command '{name}' (the front end's commands: {', '.join(COMMANDS)})", file=sys.stderr)
+        return 2
+    module = command_module(name)
+    parser = argparse.ArgumentParser(prog=f"taot {name}")
+    module.add_arguments(parser)
+    arguments = parser.parse_args(rest)
+    if hasattr(module, "check"):
+        module.check(parser, arguments)
+    try:
+        # The C++ `taot` starts Python with Ctrl-C blocked, so that one arriving during the
+        # interpreter's start-up waits until here, where the command can stop cleanly.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        return module.run(arguments)
+    except TaotError as error:
+        print(error.report(), file=sys.stderr)
+        return 1
+    except OSError as error:  # a path that cannot be read or written: name it
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as interrupt:  # the command says how far it got, when it can
+        print(f"interrupted: {interrupt}" if str(interrupt) else "interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,84 @@
+# `taot build`: compile a spec, generate the library sources into the same folder (the C++ `taot gen`),
+# and optionally build them with CMake, holding the folder's lock throughout.
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from . import compile as compile_command
+from ..errors import TaotError
+from ..output_lock import HELD_BY_PARENT, OutputLock
+
+
+# The checkout this front end runs from, when it runs from one: the generated CMakeLists then builds
+# the runtime from it rather than finding an installed taot.
+SOURCE_DIR = Path(__file__).resolve().parents[3]
+
+
+def add_arguments(parser):
+    compile_command.add_arguments(parser)
+    parser.add_argument("--python", action="store_true", help="also generate the Python module (nanobind)")
+    parser.add_argument("--tuning", action="append", default=[], metavar="[KERNEL=]FILE",
+                        help="a tuned table to bake in (repeatable), as `taot gen --tuning` takes it")
+    parser.add_argument("--build-library", action="store_true",
+                        help="also configure and build the library with CMake into OUTDIR/build")
+
+
+check = compile_command.check
+
+
+def taot_binary():
+    """The C++ `taot` (which runs `gen`): $TAOT_BIN, which the C++ command sets to itself, else `taot`
+    on PATH."""
+    chosen = os.environ.get("TAOT_BIN") or shutil.which("taot")
+    if not chosen:
+        raise TaotError("cannot find the taot command for `taot gen`: set TAOT_BIN or put taot on PATH")
+    return chosen
+
+
+def run(arguments):
+    if arguments.list:
+        return compile_command.run(arguments)
+    steps = 3 if arguments.build_library else 2
+    say = (lambda line: None) if arguments.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    output = Path(arguments.output)
+    with OutputLock(output, wait=not arguments.no_wait, notice=say) as lock:
+        os.environ[HELD_BY_PARENT] = str(lock.path)
+        try:
+            say(f"[1/{steps}] taot compile {arguments.spec} -> {output}")
+            code = compile_command.run(arguments)
+            if code != 0:
+                return code
+            say(f"[2/{steps}] taot gen {output / 'manifest.json'} -> {output}")
+            gen = [taot_binary(), "gen", str(output / "manifest.json"), "-o", str(output)]
+            gen += ["--python"] * arguments.python + ["--quiet"] * arguments.quiet
+            for table in arguments.tuning:
+                gen += ["--tuning", table]
+            code = _run_step(gen)
+            if code != 0 or not arguments.build_library:
+                return code
+            say(f"[3/3] cmake build {output / 'build'}")
+            return _build_library(output, arguments.quiet)
+        finally:
+            os.environ.pop(HELD_BY_PARENT, None)
+
+
+def _run_step(command):
+    try:
+        return subprocess.run(command).returncode
+    except OSError as error:
+        raise TaotError(f"cannot run {command[0]}: {error.strerror}") from None
+
+
+def _build_library(folder, quiet):
+    """Configures and builds `folder` with CMake into folder/build, the runtime from this checkout
+    when there is one."""
+    build = folder / "build"
+    configure = ["cmake", "-S", str(folder), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"]
+    if (SOURCE_DIR / "runtime" / "CMakeLists.txt").exists():
+        configure.append(f"-DTAOT_SOURCE_DIR={SOURCE_DIR}")
+    if quiet:
+        configure.append("--log-level=ERROR")
+    code = _run_step(configure)
+    return code if code != 0 else _run_step(["cmake", "--build", str(build)])

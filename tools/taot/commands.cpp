@@ -1,0 +1,23 @@
+// The table of taot's subcommands.
+#include "commands.h"
+
+namespace taot::tool {
+
+namespace {
+
+constexpr Command kCommands[] = {
+    {"build", "compile + gen: a spec to library sources in one folder (--build-library: and a CMake build)", nullptr},
+    {"compile", "Compile a spec's variants with Triton into artifacts and manifest.json (no GPU needed)", nullptr},
+    {"gen", "Generate the C++ library sources (and Python module) from a manifest.json", declare_gen},
+    {"passes", "Run Triton's pass pipeline of an IR file's stage (or named passes) pass by pass, keeping each output",
+     nullptr},
+    {"from-ir", "Rebuild a variant from an edited .ttir/.ttgir/.llir/.ptx/.cubin, into its library or a Triton cache",
+     nullptr},
+    {"import-cache", "Make a library (and a spec that reproduces it) from the kernels in a Triton cache", nullptr},
+};
+
+}  // namespace
+
+std::span<const Command> commands() { return kCommands; }
+
+}  // namespace taot::tool
