@@ -198,6 +198,7 @@ class Renderer {
     };
     std::vector<mstch::map> kernels;
     for (const Kernel& kernel : manifest_.kernels) kernels.push_back(kernel_context(kernel));
+    context["kernel_count"] = number(kernels.size());
     context["kernels"] = as_list(std::move(kernels));
     std::vector<mstch::map> cubins;
     for (std::size_t i = 0; i < cubins_.size(); ++i) {
@@ -524,6 +525,13 @@ class Renderer {
           {"profile_scratch_align", number(image.profile_scratch_align)},
           {"cooperative", boolean(image.launch_cooperative_grid)},
           {"pdl", boolean(image.launch_pdl)},
+          {"registers", number(image.ptxas ? image.ptxas->registers : 0u)},
+          {"spill_stores", number(image.ptxas ? image.ptxas->spill_stores : 0u)},
+          {"spill_loads", number(image.ptxas ? image.ptxas->spill_loads : 0u)},
+          {"stack_bytes", number(image.ptxas ? image.ptxas->stack : 0u)},
+          {"override_stage", image.override_from ? c_string_literal(image.override_from->stage) : std::string("nullptr")},
+          {"override_sha256",
+           image.override_from ? c_string_literal(image.override_from->sha256) : std::string("nullptr")},
       });
     }
 

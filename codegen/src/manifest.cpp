@@ -80,7 +80,7 @@ bool is_sha256(std::string_view text) {
 // Names a kernel may not take: the library's own functions and namespaces, and names the
 // generated code uses unqualified inside the library's namespace.
 bool is_reserved_kernel_name(std::string_view name) {
-  static const std::set<std::string_view> names = {"preload", "unload", "detail", "std", "taot", "CUstream"};
+  static const std::set<std::string_view> names = {"preload", "unload", "library", "detail", "std", "taot", "CUstream"};
   return names.count(name) != 0;
 }
 

@@ -81,6 +81,30 @@ Status grid_error(const DispatchIndex& index, const table::Variant& variant, con
 // Whether the image launches through cuLaunchKernelEx (launch attributes).
 bool needs_launch_attributes(const table::Image& image) { return image.num_ctas > 1 || image.cooperative || image.pdl; }
 
+// The image's launch attributes into `function` (at most 4: cluster dimension and scheduling, cooperative, PDL).
+void set_launch_attributes(LoadedFunction& function) {
+  const table::Image& image = *function.image;
+  unsigned count = 0;
+  CUlaunchAttribute* attributes = function.attributes;
+  if (image.num_ctas > 1) {
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attributes[count].value.clusterDim.x = image.num_ctas;
+    attributes[count].value.clusterDim.y = 1;
+    attributes[count++].value.clusterDim.z = 1;
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+    attributes[count++].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
+  }
+  if (image.cooperative) {
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attributes[count++].value.cooperative = 1;
+  }
+  if (image.pdl) {
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attributes[count++].value.programmaticStreamSerializationAllowed = 1;
+  }
+  function.attribute_count = count;
+}
+
 // Loads `variant` in `context`; called with the module cache's lock held.
 Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIndex& index,
                                         const table::Variant& variant, const ContextRef& context) {
@@ -133,7 +157,9 @@ Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIn
     result = api.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     if (result != CUDA_SUCCESS) return fail(driver::call_error(api, "cuFuncSetAttribute", result));
   }
-  return new LoadedFunction{context.handle, context.id, function, image, nullptr};
+  auto* loaded = new LoadedFunction{context.handle, context.id, function, image, nullptr, {}, 0};
+  set_launch_attributes(*loaded);
+  return loaded;
 }
 
 // The function of `variant_index` in `context`: lock-free when loaded, else loaded exactly once.
@@ -395,30 +421,11 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
     params[variant.param_count + 1] = &profile_scratch;
   }
 
-  const bool with_attributes = detail::needs_launch_attributes(image);
   const auto launch_with = [&](const detail::LoadedFunction& target) {
-    if (!with_attributes)
+    if (target.attribute_count == 0)
       return api->cuLaunchKernel(target.function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y),
                                  static_cast<unsigned>(grid_z), 32u * image.num_warps, 1, 1, image.shared_bytes,
                                  stream, params, nullptr);
-    CUlaunchAttribute attributes[4] = {};
-    unsigned count = 0;
-    if (image.num_ctas > 1) {
-      attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      attributes[count].value.clusterDim.x = image.num_ctas;
-      attributes[count].value.clusterDim.y = 1;
-      attributes[count++].value.clusterDim.z = 1;
-      attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
-      attributes[count++].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
-    }
-    if (image.cooperative) {
-      attributes[count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-      attributes[count++].value.cooperative = 1;
-    }
-    if (image.pdl) {
-      attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      attributes[count++].value.programmaticStreamSerializationAllowed = 1;
-    }
     CUlaunchConfig config = {};
     config.gridDimX = static_cast<unsigned>(blocks_x);
     config.gridDimY = static_cast<unsigned>(grid_y);
@@ -427,8 +434,8 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
     config.blockDimY = config.blockDimZ = 1;
     config.sharedMemBytes = image.shared_bytes;
     config.hStream = stream;
-    config.attrs = attributes;
-    config.numAttrs = count;
+    config.attrs = const_cast<CUlaunchAttribute*>(target.attributes);
+    config.numAttrs = target.attribute_count;
     return api->cuLaunchKernelEx(&config, target.function, params, nullptr);
   };
   CUresult result = launch_with(*function);
@@ -445,7 +452,7 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
     }
   }
   if (result != CUDA_SUCCESS)
-    return driver::call_error(*api, with_attributes ? "cuLaunchKernelEx" : "cuLaunchKernel", result)
+    return driver::call_error(*api, function->attribute_count > 0 ? "cuLaunchKernelEx" : "cuLaunchKernel", result)
         .with_context(detail::variant_name(index, variant));
   return Status();
 }

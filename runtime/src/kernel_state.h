@@ -20,12 +20,16 @@ namespace taot::detail {
 // lock, newest first; they are added under the module cache's lock and removed only by unload().
 // Launches find a node by context handle; a context re-created at the same address gets a new node
 // (found first) once a launch with the old one fails.
+// `attributes` are the image's launch attributes (clusters, cooperative grid, PDL), computed once
+// at load; with none (`attribute_count` 0) launches go through cuLaunchKernel.
 struct LoadedFunction {
   CUcontext context;
   std::uint64_t context_id;
   CUfunction function;
   const table::Image* image;
   LoadedFunction* next;
+  CUlaunchAttribute attributes[4];
+  unsigned attribute_count;
 };
 
 struct KernelState {

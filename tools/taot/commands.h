@@ -29,8 +29,9 @@ struct Command {
 // Every command, in the order `taot --help` lists them.
 std::span<const Command> commands();
 
-// Runs `python3 -m taot <command> <arguments...>` and returns its exit code. The front end finds the
-// C++ `taot` (for `gen`) through $TAOT_BIN, set here to this executable.
+// Becomes `python3 -m taot <command> <arguments...>` (exec); returns 1 only when Python cannot be
+// started. The front end finds the C++ `taot` (for `gen`) through $TAOT_BIN, set here to this
+// executable.
 int run_front_end(const std::string& command, const std::vector<std::string>& arguments);
 
 // The C++ commands' declarations (one file each).

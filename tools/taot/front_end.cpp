@@ -1,6 +1,4 @@
 // The commands of the Python front end (those that call Triton): run `python3 -m taot COMMAND ...`.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -45,8 +43,7 @@ int run_front_end(const std::string& command, const std::vector<std::string>& ar
   args.insert(args.end(), arguments.begin(), arguments.end());
   add_source_pythonpath();
   export_this_binary();
-  return run_process(args, "taot " + command + " (the Python is $TAOT_PYTHON, else python3)",
-                     ChildInterrupts::kDeferred);
+  return exec_process(args, "taot " + command + " (the Python is $TAOT_PYTHON, else python3)");
 }
 
 }  // namespace taot::tool

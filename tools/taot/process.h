@@ -1,4 +1,4 @@
-// Runs another program (python3, cmake) with inherited stdio and returns its exit code.
+// Hands the process over to another program (the Python front end).
 #pragma once
 
 #include <string>
@@ -6,18 +6,10 @@
 
 namespace taot::tool {
 
-// The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
-inline constexpr int kInterruptedExit = 130;
-
-// When the child receives Ctrl-C: at once, or once it unblocks SIGINT, which it starts with blocked
-// (the Python front end does so when it can stop cleanly, so that a Ctrl-C during the interpreter's
-// start-up is not a fatal error with a traceback).
-enum class ChildInterrupts { kImmediate, kDeferred };
-
-// Runs `args[0]` (looked up on PATH) with `args` and waits for it, ignoring Ctrl-C meanwhile (the
-// child gets it). Returns its exit code, kInterruptedExit when Ctrl-C killed it, or 1 after printing
-// why when it could not be started or was killed otherwise; `what` names it in messages.
-int run_process(const std::vector<std::string>& args, const std::string& what,
-                ChildInterrupts interrupts = ChildInterrupts::kImmediate);
+// Replaces this process with `args[0]` (looked up on PATH) run with `args`, Ctrl-C blocked: the
+// program unblocks it once it can stop cleanly (the front end does so first thing), so that a
+// Ctrl-C during the interpreter's start-up is not a fatal error with a traceback. Returns only when
+// the program cannot be started: 1, after printing why; `what` names it in that message.
+int exec_process(const std::vector<std::string>& args, const std::string& what);
 
 }  // namespace taot::tool

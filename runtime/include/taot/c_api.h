@@ -159,6 +159,51 @@ taot_status taot_reserve_scratch(CUstream stream, uint64_t bytes);
 /* Frees the current context's scratch buffers, after waiting for the device. */
 taot_status taot_release_scratch(void);
 
+/* The version of the tables and of this C ABI that a library was generated for; a tool walking a
+ * library checks taot_library_abi_version() against it. */
+#define TAOT_ABI_VERSION 1
+
+/* A generated library, as tools walk it (`<library>_library()`): its kernels, their variants and
+ * each variant's images with their launch facts. */
+typedef struct taot_library taot_library;
+uint32_t taot_library_abi_version(const taot_library* library);
+const char* taot_library_name(const taot_library* library);
+size_t taot_library_kernel_count(const taot_library* library);
+/* The kernel at `kernel_index` (NULL past the end), or the one named `name` (NULL if none). */
+taot_kernel* taot_library_kernel(const taot_library* library, size_t kernel_index);
+taot_kernel* taot_library_find_kernel(const taot_library* library, const char* name);
+
+/* One compiled image of a variant (a cubin for one target) and what its launch needs. */
+typedef struct taot_image_info {
+  const char* target;          /* as in the spec, e.g. "sm_90" */
+  uint32_t arch;               /* compute capability, major * 10 + minor */
+  int arch_specific;           /* built as sm_XXa: runs only on exactly `arch` */
+  const void* cubin;
+  size_t cubin_size;
+  const char* function_name;
+  uint32_t shared_bytes;       /* dynamic shared memory per block */
+  uint32_t num_warps;
+  uint32_t num_ctas;
+  uint32_t cluster_dims[3];
+  uint64_t global_scratch_size; /* bytes per program */
+  uint64_t profile_scratch_size;
+  int cooperative;
+  int pdl;
+  uint32_t registers;          /* per thread, as ptxas reported; 0 when not recorded */
+  uint32_t spill_stores;       /* bytes per thread */
+  uint32_t spill_loads;
+  uint32_t stack_bytes;
+  const char* override_stage;  /* the stage `taot from-ir` rebuilt it from, or NULL */
+  const char* override_sha256; /* that file's SHA-256 (hex), or NULL */
+} taot_image_info;
+
+/* The images of variant `variant_index` (one per target it was compiled for); 0 past the end. */
+size_t taot_kernel_image_count(const taot_kernel* kernel, size_t variant_index);
+/* Fills `info` with image `image_index` of variant `variant_index`; TAOT_INVALID_ARGUMENT past the
+ * end or for a null pointer. */
+taot_status taot_kernel_image(const taot_kernel* kernel, size_t variant_index, size_t image_index,
+                              taot_image_info* info);
+
 /* Introspection. Returned strings are owned by the library and live as long as the process. */
 const char* taot_kernel_name(const taot_kernel* kernel);
 size_t taot_kernel_arg_count(const taot_kernel* kernel);

@@ -141,6 +141,16 @@ struct Image {
   // null and 0: descriptors are passed as pointer, shapes and strides (Triton's decomposition).
   const TensordescMeta* tensordescs;
   std::uint16_t tensordesc_count;
+  // What ptxas reported compiling it, per thread: registers (0 when not recorded), bytes of spill
+  // stores, spill loads and stack frame.
+  std::uint16_t registers;
+  std::uint32_t spill_stores;
+  std::uint32_t spill_loads;
+  std::uint32_t stack_bytes;
+  // The stage `taot from-ir` rebuilt it from ("ttgir", ...) and that file's SHA-256 (hex); both
+  // null for an image as compiled.
+  const char* override_stage;
+  const char* override_sha256;
 };
 
 // One variant: a specialization plus a config, with an image for each of the kernel's targets it

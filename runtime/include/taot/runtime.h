@@ -369,6 +369,41 @@ class Kernel {
   std::atomic<detail::KernelState*> state_{nullptr};
 };
 
+// A generated library as tools walk it (`<library>::library()`, `<library>_library()` in C): its
+// name, the ABI version its tables were generated for (TAOT_ABI_VERSION) and its kernels, whose
+// variants and images VariantInfo::data() shows. Constant-initialized; lives as long as the process.
+class Library {
+ public:
+  constexpr Library(std::uint32_t abi_version, const char* name, Kernel* const* kernels,
+                    std::size_t kernel_count) noexcept
+      : abi_version_(abi_version), name_(name), kernels_(kernels), kernel_count_(kernel_count) {}
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  std::uint32_t abi_version() const noexcept { return abi_version_; }
+  const char* name() const noexcept { return name_; }
+  std::size_t kernel_count() const noexcept { return kernel_count_; }
+  Kernel& kernel(std::size_t index) const noexcept { return *kernels_[index]; }
+  // The kernel named `name`, or null.
+  Kernel* find(std::string_view name) const noexcept;
+  // Loads every kernel's modules for the current context's device; stops at the first error.
+  Status preload() const;
+  // Unloads every kernel's modules from the current context (no launch of them may run meanwhile);
+  // tries every kernel and returns the first error.
+  Status unload() const;
+
+  const taot_library* handle() const noexcept { return reinterpret_cast<const taot_library*>(this); }
+  static const Library* from_handle(const taot_library* handle) noexcept {
+    return reinterpret_cast<const Library*>(handle);
+  }
+
+ private:
+  std::uint32_t abi_version_;
+  const char* name_;
+  Kernel* const* kernels_;
+  std::size_t kernel_count_;
+};
+
 // Scratch memory for kernels that need global or profile scratch (Triton's device-side tensor
 // descriptors, say). taot keeps one buffer per (context, stream), grown as launches need outside
 // graph capture; during capture nothing is allocated and a launch whose stream's buffer is too

@@ -121,6 +121,9 @@ TEST_F(GeneratorTest, CHeaderDeclaresEntryPointsAndHandles) {
 TEST_F(GeneratorTest, SourceHoldsTheTables) {
   builder.json["kernels"][0]["args"][2]["output"] = true;  // out_ptr
   builder.json["kernels"][0]["args"][2]["rank"] = 2;
+  nlohmann::json& rebuilt = builder.json["kernels"][0]["variants"][2]["images"][1];
+  rebuilt["ptxas"] = {{"registers", 40}, {"spill_stores", 16}, {"spill_loads", 8}, {"stack", 24}};
+  rebuilt["override"] = {{"stage", "ttgir"}, {"sha256", std::string(64, 'e')}, {"file", "overrides/x.ttgir"}};
   const std::string source = render(read())["demo.cpp"];
   EXPECT_THAT(source, HasSubstr("constexpr taot_dtype arg_3_types[] = {TAOT_DTYPE_I32, TAOT_DTYPE_I64};\n"));
   EXPECT_THAT(source, HasSubstr("    {\"x_ptr\", taot::table::ArgKind::pointer, arg_0_types, 2, false, 0, nullptr, 0, false, false},\n"));
@@ -143,7 +146,15 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   // The image rows carry the exact cubin sizes and every launch field.
   const std::string cubin = testing::read_file(builder.cubin_path(0, 2, 1));
   EXPECT_THAT(source, HasSubstr("{\"sm_90a\", 90, true, detail::cubin_5, " + std::to_string(cubin.size()) +
-                                ", \"add_kernel\", 2151, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0},\n"));
+                                ", \"add_kernel\", 2151, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0, 40, 16, 8, "
+                                "24, \"ttgir\", \"" + std::string(64, 'e') + "\"},\n"));
+  // Images without a ptxas report or an override say so with zeros and nulls.
+  EXPECT_THAT(source, HasSubstr(", 2149, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0, 0, 0, 0, 0, nullptr, nullptr},\n"));
+  // The registry lists every kernel, for tools that walk the library.
+  EXPECT_THAT(source, HasSubstr("taot::Kernel* const kernel_list[] = {&kernels::add_kernel::kernel, "
+                                "&kernels::odd_names::kernel, &kernels::noop::kernel, &kernels::features::kernel};\n"));
+  EXPECT_THAT(source, HasSubstr("const taot::Library library(TAOT_ABI_VERSION, \"demo\", kernel_list, 4);\n"));
+  EXPECT_THAT(source, HasSubstr("const taot_library* demo_library(void) { return demo::detail::library.handle(); }\n"));
   // Kernels without call arguments or fields use null tables.
   EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1,\n    targets, 1, nullptr, 0, nullptr, 0,\n    nullptr, 0, nullptr, 0};"));
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, nullptr, 0, taot::Selection::config(nullptr));"));

@@ -77,6 +77,40 @@ TEST_F(ManifestReaderTest, ReadsTheModel) {
   EXPECT_TRUE(manifest.kernels[2].call_arguments().empty());
 }
 
+TEST_F(ManifestReaderTest, ReadsPtxasReportsAndOverridesWhereGiven) {
+  nlohmann::json& image = kernel0["variants"][1]["images"][0];
+  image["ptxas"] = {{"registers", 38}, {"spill_stores", 12}, {"spill_loads", 4}, {"stack", 16}};
+  image["override"] = {{"stage", "ptx"}, {"sha256", std::string(64, 'a')}, {"file", "overrides/v/sm_80/k.ptx"}};
+  const Expected<Manifest> manifest = read_manifest(builder.write());
+  ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+  const Image& read = manifest->kernels[0].variants[1].images[0];
+  ASSERT_TRUE(read.ptxas.has_value());
+  EXPECT_EQ(read.ptxas->registers, 38u);
+  EXPECT_EQ(read.ptxas->spill_stores, 12u);
+  EXPECT_EQ(read.ptxas->spill_loads, 4u);
+  EXPECT_EQ(read.ptxas->stack, 16u);
+  ASSERT_TRUE(read.override_from.has_value());
+  EXPECT_EQ(read.override_from->stage, "ptx");
+  EXPECT_EQ(read.override_from->file, "overrides/v/sm_80/k.ptx");
+  // Absent (or null) means none.
+  EXPECT_FALSE(manifest->kernels[0].variants[0].images[0].ptxas.has_value());
+  EXPECT_FALSE(manifest->kernels[0].variants[0].images[0].override_from.has_value());
+}
+
+TEST_F(ManifestReaderTest, RejectsBadOverridesAndReportsNamingTheField) {
+  nlohmann::json& image = kernel0["variants"][0]["images"][0];
+  image["override"] = {{"stage", "sass"}, {"sha256", std::string(64, 'a')}, {"file", "x"}};
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("kernels[0].variants[0].images[0].override.stage"), HasSubstr("\"sass\""),
+                                HasSubstr("ttir, ttgir, llir, ptx, cubin")));
+  image["override"] = {{"stage", "ttgir"}, {"sha256", "ABC"}, {"file", "x"}};
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("override.sha256"), HasSubstr("64 lower-case hex digits")));
+  image.erase("override");
+  image["ptxas"] = {{"registers", 38}, {"spill_stores", 0}, {"spill_loads", 0}};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].variants[0].images[0].ptxas.stack: missing"));
+  image["ptxas"] = {{"registers", -1}, {"spill_stores", 0}, {"spill_loads", 0}, {"stack", 0}};
+  EXPECT_THAT(error_of(), HasSubstr("ptxas.registers"));
+}
+
 TEST_F(ManifestReaderTest, RejectsWrongSchemaNamingBoth) {
   builder.json["schema"] = "other.manifest";
   EXPECT_THAT(error_of(), AllOf(HasSubstr("manifest.json"), HasSubstr("\"other.manifest\""), HasSubstr("version 2"),

@@ -1,4 +1,5 @@
 // The C ABI: status codes, thread-local last error, exact configs by name, introspection.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,6 +11,8 @@
 
 namespace taot::testing {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(CApi, LaunchByConfigNameAndReportErrors) {
   FakeDriver fake;
@@ -51,6 +54,37 @@ TEST(CApi, Introspection) {
   EXPECT_EQ(taot_kernel_arg_name(kernel.handle(), 4), nullptr);
   EXPECT_EQ(taot_kernel_variant_count(kernel.handle()), table.kernel.variant_count);
   EXPECT_STREQ(taot_kernel_variant_id(kernel.handle(), 0), table.kernel.variants[0].id);
+}
+
+TEST(CApi, LibraryRegistryWalksKernelsVariantsAndImages) {
+  AddKernelTable first_table, second_table;
+  second_table.kernel.name = "scale_kernel";
+  Kernel first(first_table.kernel), second(second_table.kernel);
+  Kernel* const kernels[] = {&first, &second};
+  const Library library(TAOT_ABI_VERSION, "testlib", kernels, 2);
+  const taot_library* handle = library.handle();
+  EXPECT_EQ(taot_library_abi_version(handle), static_cast<uint32_t>(TAOT_ABI_VERSION));
+  EXPECT_STREQ(taot_library_name(handle), "testlib");
+  ASSERT_EQ(taot_library_kernel_count(handle), 2u);
+  EXPECT_EQ(taot_library_kernel(handle, 1), second.handle());
+  EXPECT_EQ(taot_library_kernel(handle, 2), nullptr);
+  EXPECT_EQ(taot_library_find_kernel(handle, "scale_kernel"), second.handle());
+  EXPECT_EQ(taot_library_find_kernel(handle, "nope"), nullptr);
+
+  const table::Variant& variant = first_table.kernel.variants[1];
+  ASSERT_EQ(taot_kernel_image_count(first.handle(), 1), variant.image_count);
+  EXPECT_EQ(taot_kernel_image_count(first.handle(), first_table.kernel.variant_count), 0u);
+  taot_image_info info;
+  ASSERT_EQ(taot_kernel_image(first.handle(), 1, 1, &info), TAOT_OK) << taot_last_error();
+  EXPECT_STREQ(info.target, variant.images[1].target);
+  EXPECT_EQ(info.arch, variant.images[1].arch);
+  EXPECT_EQ(info.cubin, variant.images[1].cubin);
+  EXPECT_EQ(info.num_warps, variant.images[1].num_warps);
+  EXPECT_EQ(info.override_stage, nullptr);
+  EXPECT_EQ(taot_kernel_image(first.handle(), 1, variant.image_count, &info), TAOT_INVALID_ARGUMENT);
+  EXPECT_THAT(taot_last_error(), HasSubstr(std::string("variant ") + variant.id + " has 2 images"));
+  EXPECT_EQ(taot_kernel_image(first.handle(), 1, 0, nullptr), TAOT_INVALID_ARGUMENT);
+  EXPECT_EQ(taot_library_kernel_count(nullptr), 0u);
 }
 
 TEST(Driver, RealDriverLoadsOrSaysWhyNot) {

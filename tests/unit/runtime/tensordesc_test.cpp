@@ -51,9 +51,9 @@ class DescriptorTable {
         metas_.push_back(std::vector<table::TensordescMeta>(descriptors, meta));
         ids_.push_back(std::string(dtype == 0 ? "fp16" : "bf16") + "_BM" + std::to_string(kBlockM[block]));
         images_.push_back({
-            {"sm_80", 80, false, kCubin80, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0},
+            {"sm_80", 80, false, kCubin80, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, 0, 0, 0, 0, nullptr, nullptr},
             {"sm_90", 90, true, kCubin90, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false,
-             metas_.back().data(), static_cast<std::uint16_t>(descriptors)},
+             metas_.back().data(), static_cast<std::uint16_t>(descriptors), 0, 0, 0, 0, nullptr, nullptr},
         });
         table::Variant variant{};
         variant.id = ids_.back().c_str();

@@ -57,8 +57,8 @@ AddKernelTable::AddKernelTable(std::uint32_t shared_bytes, bool drop_fp16_unalig
             const void* cubin90 = cubins_.back().data();
             const auto num_warps = static_cast<std::uint16_t>(kWarps[warps]);
             images_.push_back({
-                {"sm_80", 80, false, cubin80, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0},
-                {"sm_90", 90, true, cubin90, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0},
+                {"sm_80", 80, false, cubin80, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, 0, 0, 0, 0, nullptr, nullptr},
+                {"sm_90", 90, true, cubin90, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, 0, 0, 0, 0, nullptr, nullptr},
             });
             table::Variant variant{};
             variant.id = strings_.back().c_str();
