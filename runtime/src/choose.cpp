@@ -409,7 +409,7 @@ bool DispatchIndex::choice_key(const taot_arg* args, const DeviceFacts* device, 
     }
     key[word++] = value;
   }
-  while (word < kChoiceKeyWords) key[word++] = 0;
+  while (word < kChoiceKeyWords) key[word++] = 0;  // unused words: zero, neither hashed nor compared
   return true;
 }
 
@@ -426,14 +426,15 @@ std::size_t choice_slot(const std::uint64_t* key, std::size_t words, std::size_t
 }  // namespace
 
 bool DispatchIndex::cached_choice(const std::uint64_t* key, Choice* choice) const noexcept {
-  const ChoiceSlot& slot = choice_cache_[choice_slot(key, kChoiceKeyWords, kChoiceSlots)];
+  const std::size_t words = 3 + keyed_args_.size();
+  const ChoiceSlot& slot = choice_cache_[choice_slot(key, words, kChoiceSlots)];
   const std::uint32_t before = slot.sequence.load(std::memory_order_acquire);
   if (before & 1U) return false;
   // Acquire loads of the entry, so that the second read of the sequence comes after them (a seqlock
   // without fences, which ThreadSanitizer cannot follow): an entry being written changes it.
   const std::uint64_t packed = slot.choice.load(std::memory_order_acquire);
   bool same = packed != 0;
-  for (std::size_t w = 0; same && w < kChoiceKeyWords; ++w) same = slot.key[w].load(std::memory_order_acquire) == key[w];
+  for (std::size_t w = 0; same && w < words; ++w) same = slot.key[w].load(std::memory_order_acquire) == key[w];
   if (!same || slot.sequence.load(std::memory_order_relaxed) != before) return false;
   choice->variant = static_cast<std::size_t>((packed - 1) >> 8);
   choice->step = static_cast<Step>((packed - 1) & 0xFF);
@@ -441,13 +442,14 @@ bool DispatchIndex::cached_choice(const std::uint64_t* key, Choice* choice) cons
 }
 
 void DispatchIndex::remember_choice(const std::uint64_t* key, const Choice& choice) const noexcept {
-  ChoiceSlot& slot = choice_cache_[choice_slot(key, kChoiceKeyWords, kChoiceSlots)];
+  const std::size_t words = 3 + keyed_args_.size();
+  ChoiceSlot& slot = choice_cache_[choice_slot(key, words, kChoiceSlots)];
   std::uint32_t sequence = slot.sequence.load(std::memory_order_relaxed);
   if ((sequence & 1U) ||
       !slot.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire))
     return;  // another thread is writing the slot: leave it
   // Release stores: a reader that sees any of them also sees the odd sequence stored before.
-  for (std::size_t w = 0; w < kChoiceKeyWords; ++w) slot.key[w].store(key[w], std::memory_order_release);
+  for (std::size_t w = 0; w < words; ++w) slot.key[w].store(key[w], std::memory_order_release);
   slot.choice.store((static_cast<std::uint64_t>(choice.variant) << 8 | static_cast<std::uint64_t>(choice.step)) + 1,
                     std::memory_order_release);
   slot.sequence.store(sequence + 2, std::memory_order_release);

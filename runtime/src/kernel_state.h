@@ -50,7 +50,9 @@ struct KernelState {
   Expected<Choice> choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                           const DeviceFacts* device) const {
     const table::TunedTable* tuned =
-        index.has_rules() ? tuning.current().for_device(device != nullptr ? device->name : "") : nullptr;
+        index.has_rules() ? tuning.current().for_device(device != nullptr ? std::string_view(device->name)
+                                                                            : std::string_view())
+                          : nullptr;
     return index.choose(args, arg_count, selection, device, tuned, device != nullptr ? device->multiprocessors : 0);
   }
 

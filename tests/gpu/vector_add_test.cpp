@@ -187,11 +187,57 @@ int main() {
                const taot_config_value config[] = {{"BLOCK_SIZE", 256, 0.0}, {"num_warps", 4, 0.0}};
                return c_status(taot_launch(vector_add_add_kernel_handle(), stream, args, 4, config, 2));
              }));
+      // Through the registry, as a tool that knows only the library would: the kernel found by name,
+      // launched by the C API.
+      record(std::string("registry taot_library_find_kernel ") + dtype_name + " n=" + std::to_string(n),
+             run_case(buffers, dtype_case.dtype, offsets, n, [&](auto x, auto y, auto out, std::int32_t count) {
+               const taot_arg args[] = {taot::arg(x), taot::arg(y), taot::arg(out), taot::arg(count)};
+               taot_kernel* kernel = taot_library_find_kernel(vector_add_library(), "add_kernel");
+               if (kernel == nullptr) return taot::Status::error(TAOT_INVALID_ARGUMENT, "add_kernel not in the registry");
+               return c_status(taot_launch(kernel, stream, args, 4, nullptr, 0));
+             }));
     }
     GPU_CHECK(cuMemFree(buffers.x));
     GPU_CHECK(cuMemFree(buffers.y));
     GPU_CHECK(cuMemFree(buffers.out));
   }
+
+  // The registry: the library's name and ABI version, and every image of every variant loads and
+  // names its function (the cubin the registry points at is the one launched).
+  const taot_library* library = vector_add_library();
+  record("registry ABI version and name",
+         taot_library_abi_version(library) == TAOT_ABI_VERSION && std::string(taot_library_name(library)) == "vector_add" &&
+                 taot_library_kernel_count(library) == 1
+             ? ""
+             : "unexpected registry header");
+  std::size_t images_checked = 0;
+  std::string image_problem;
+  taot_kernel* registered = taot_library_kernel(library, 0);
+  for (std::size_t v = 0; v < taot_kernel_variant_count(registered); ++v) {
+    for (std::size_t i = 0; i < taot_kernel_image_count(registered, v); ++i) {
+      taot_image_info info;
+      if (taot_kernel_image(registered, v, i, &info) != TAOT_OK) {
+        image_problem = taot_last_error();
+        continue;
+      }
+      CUmodule module;
+      CUfunction function;
+      if (cuModuleLoadData(&module, info.cubin) != CUDA_SUCCESS ||
+          cuModuleGetFunction(&function, module, info.function_name) != CUDA_SUCCESS) {
+        image_problem = std::string("image ") + info.target + " of " + taot_kernel_variant_id(registered, v) + " does not load";
+        continue;
+      }
+      int registers = 0;
+      GPU_CHECK(cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function));
+      if (info.registers != 0 && static_cast<unsigned>(registers) != info.registers)
+        image_problem = std::string(taot_kernel_variant_id(registered, v)) + ": registry says " +
+                        std::to_string(info.registers) + " registers, the driver " + std::to_string(registers);
+      GPU_CHECK(cuModuleUnload(module));
+      ++images_checked;
+    }
+  }
+  std::printf("registry: %zu images walked\n", images_checked);
+  record("registry images load, registers as the driver reports", image_problem);
 
   // A dtype that was not compiled is an error naming the argument, not a launch.
   CUdeviceptr scratch;

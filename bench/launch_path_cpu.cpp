@@ -1,0 +1,143 @@
+// taot's own CPU cost per launch, without the driver: the launch path (selection, rules and the
+// tuned table, grid, function lookup, parameters) over a driver whose entry points return at once.
+// Runs anywhere (no GPU); run it under `valgrind --tool=callgrind` for instructions per launch.
+// Prints ns per launch for the automatic vector_add launch and for the same kernel with rules and a
+// 20-entry tuned table (RuledAddKernel), side by side, interleaved rounds, medians.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ruled_add_kernel.h"
+#include "taot/driver_api.h"
+#include "vector_add.h"
+
+namespace {
+
+// A driver with one context on one H100-like device; every call succeeds and does nothing.
+namespace null_driver {
+CUcontext const kContext = reinterpret_cast<CUcontext>(0x1000);
+CUresult init(unsigned) { return CUDA_SUCCESS; }
+CUresult error_text(CUresult, const char** text) {
+  *text = "null driver";
+  return CUDA_SUCCESS;
+}
+CUresult current(CUcontext* context) {
+  *context = kContext;
+  return CUDA_SUCCESS;
+}
+CUresult context_id(CUcontext, unsigned long long* id) {
+  *id = 1;
+  return CUDA_SUCCESS;
+}
+CUresult device(CUdevice* device) {
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+CUresult attribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    default: *value = 1 << 20;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult name(char* text, int length, CUdevice) {
+  std::snprintf(text, static_cast<std::size_t>(length), "NVIDIA H100 80GB HBM3");
+  return CUDA_SUCCESS;
+}
+CUresult load(CUmodule* module, const void*) {
+  *module = reinterpret_cast<CUmodule>(0x2000);
+  return CUDA_SUCCESS;
+}
+CUresult unload(CUmodule) { return CUDA_SUCCESS; }
+CUresult function(CUfunction* function, CUmodule, const char*) {
+  *function = reinterpret_cast<CUfunction>(0x3000);
+  return CUDA_SUCCESS;
+}
+CUresult set_attribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
+CUresult get_attribute(int* value, CUfunction_attribute, CUfunction) {
+  *value = 0;
+  return CUDA_SUCCESS;
+}
+CUresult capturing(CUstream, CUstreamCaptureStatus* status) {
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult synchronize() { return CUDA_SUCCESS; }
+CUresult launch(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
+                void**) {
+  return CUDA_SUCCESS;
+}
+
+taot::driver::Api api() {
+  taot::driver::Api table;
+  table.cuInit = init;
+  table.cuGetErrorName = error_text;
+  table.cuGetErrorString = error_text;
+  table.cuCtxGetCurrent = current;
+  table.cuCtxGetId = context_id;
+  table.cuCtxGetDevice = device;
+  table.cuDeviceGetAttribute = attribute;
+  table.cuDeviceGetName = name;
+  table.cuModuleLoadData = load;
+  table.cuModuleUnload = unload;
+  table.cuModuleGetFunction = function;
+  table.cuFuncSetAttribute = set_attribute;
+  table.cuFuncGetAttribute = get_attribute;
+  table.cuStreamIsCapturing = capturing;
+  table.cuCtxSynchronize = synchronize;
+  table.cuLaunchKernel = launch;
+  return table;
+}
+}  // namespace null_driver
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long launches = argc > 1 ? std::atol(argv[1]) : 2000000;
+  const taot::driver::Api api = null_driver::api();
+  taot::driver::install_for_testing(&api);
+  const taot::Ptr x(0x10000, taot::DType::fp32), y(0x20000, taot::DType::fp32), out(0x30000, taot::DType::fp32);
+  const std::int32_t n = 1024;
+  const taot_arg args[] = {taot::arg(x), taot::arg(y), taot::arg(out), taot::arg(n)};
+  RuledAddKernel ruled(vector_add::add_kernel_kernel().table());
+  struct Path {
+    const char* name;
+    std::function<bool()> launch;
+    std::vector<double> ns;
+  };
+  std::vector<Path> paths = {
+      {"automatic (vector_add::add_kernel)", [&] { return vector_add::add_kernel(nullptr, x, y, out, n).ok(); }, {}},
+      {"rules + 20-entry table", [&] { return ruled.kernel().launch(nullptr, args, 4).ok(); }, {}},
+  };
+  for (Path& path : paths)
+    if (!path.launch()) {
+      std::fprintf(stderr, "%s failed\n", path.name);
+      return 1;
+    }
+  constexpr int kRounds = 20;
+  const long per_round = std::max(1L, launches / kRounds);
+  for (int round = 0; round < kRounds; ++round) {
+    for (Path& path : paths) {
+      const auto start = std::chrono::steady_clock::now();
+      for (long i = 0; i < per_round; ++i) path.launch();
+      path.ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+                        static_cast<double>(per_round));
+    }
+  }
+  std::printf("taot's CPU per launch over a null driver (%ld launches per path, %d interleaved rounds)\n",
+              per_round * kRounds, kRounds);
+  for (const Path& path : paths) std::printf("%-40s %8.1f ns (median of rounds)\n", path.name, median(path.ns));
+  return 0;
+}
