@@ -122,6 +122,7 @@ TAOT_BIN=$taot_bin python3 bench/cold_build.py -j "$jobs" || fail "cold build be
 
 step "benchmark: CPU cost per launch"
 "$work/cmake/bench/bench_launch_overhead" || fail "launch overhead benchmark"
+"$work/cmake/bench/bench_launch_path_cpu" || fail "launch path (null driver) benchmark"
 step "benchmark: CPU cost per call from Python"
 PYTHONPATH=$module_dir:$work/fused_moe/build:$PYTHONPATH python3 bench/python_launch_overhead.py || fail "Python launch benchmark"
 step "benchmark: bandwidth"
