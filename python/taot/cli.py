@@ -54,6 +54,9 @@ def main(argv=None):
     except TaotError as error:
         print(error.report(), file=sys.stderr)
         return 1
+    except BrokenPipeError:  # the reader went away (`taot passes x | head`): stop quietly
+        sys.stdout = None
+        return 0
     except OSError as error:  # a path that cannot be read or written: name it
         where = f"{error.filename}: " if error.filename else ""
         print(f"error: {where}{error.strerror or error}", file=sys.stderr)
