@@ -10,6 +10,7 @@
 # 0 success, 1 an error, 2 a usage error (argparse), 130 interrupted.
 import argparse
 import importlib
+import os
 import signal
 import sys
 
@@ -55,7 +56,7 @@ def main(argv=None):
         print(error.report(), file=sys.stderr)
         return 1
     except BrokenPipeError:  # the reader went away (`taot passes x | head`): stop quietly
-        sys.stdout = None
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
         return 0
     except OSError as error:  # a path that cannot be read or written: name it
         where = f"{error.filename}: " if error.filename else ""
