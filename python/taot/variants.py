@@ -552,6 +552,12 @@ def _variant_id(kernel, bindings, config, abbreviations):
     return shorten_id("_".join(tokens))
 
 
+def variant_id(kernel, bindings, config):
+    """The id a variant of `kernel` with these bindings and config gets (as enumeration names them),
+    for variants made without a spec (taot import-cache)."""
+    return _variant_id(kernel, bindings, config, _abbreviations(kernel.config))
+
+
 def shorten_id(full_id):
     """Ids longer than MAX_ID_LENGTH keep a readable prefix and end in a hash of the full id."""
     if len(full_id) <= MAX_ID_LENGTH:

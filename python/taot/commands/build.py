@@ -51,17 +51,23 @@ def run(arguments):
             if code != 0:
                 return code
             say(f"[2/{steps}] taot gen {output / 'manifest.json'} -> {output}")
-            gen = [taot_binary(), "gen", str(output / "manifest.json"), "-o", str(output)]
-            gen += ["--python"] * arguments.python + ["--quiet"] * arguments.quiet
-            for table in arguments.tuning:
-                gen += ["--tuning", table]
-            code = _run_step(gen)
+            code = run_gen(output / "manifest.json", output, python=arguments.python, quiet=arguments.quiet,
+                           tuning=arguments.tuning)
             if code != 0 or not arguments.build_library:
                 return code
             say(f"[3/3] cmake build {output / 'build'}")
             return _build_library(output, arguments.quiet)
         finally:
             os.environ.pop(HELD_BY_PARENT, None)
+
+
+def run_gen(manifest, output, *, python=False, quiet=False, tuning=()):
+    """Runs the C++ `taot gen` on `manifest` into `output`; returns its exit code."""
+    command = [taot_binary(), "gen", str(manifest), "-o", str(output)]
+    command += ["--python"] * python + ["--quiet"] * quiet
+    for table in tuning:
+        command += ["--tuning", str(table)]
+    return _run_step(command)
 
 
 def _run_step(command):

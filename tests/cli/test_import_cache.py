@@ -1,0 +1,298 @@
+"""`taot import-cache` through the real binary: a Triton cache made by triton.compile for sm_90 (no
+GPU needed) becomes a library whose cubins are the cache's, whose constexprs and hints are the ones
+compiled, whose spec compiles the same variants, and whose generated sources build; a cache that
+cannot be read is refused naming what is wrong."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+KERNELS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * factor, mask=mask)
+
+
+@triton.jit
+def copy(src, dst, n, stride):
+    offsets = tl.arange(0, 128)
+    mask = offsets < n
+    row = tl.program_id(0)
+    tl.store(dst + row * stride + offsets, tl.load(src + row * stride + offsets, mask=mask), mask=mask)
+'''
+
+# Compiles each job of argv[2] (JSON) from the kernels in folder argv[1] into $TRITON_CACHE_DIR.
+COMPILE = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import kernels
+for job in json.loads(sys.argv[2]):
+    attrs = {(index,): [["tt.divisibility", 16]] for index in job["divisible"]}
+    source = ASTSource(getattr(kernels, job["kernel"]), job["signature"], job["constexprs"], attrs)
+    triton.compile(source, target=GPUTarget("cuda", job.get("arch", 90), 32), options=job["options"])
+'''
+
+SCALE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "factor": "fp32", "BLOCK": "constexpr"}
+COPY = {"src": "*fp16", "dst": "*fp16", "n": "i32", "stride": "i64"}
+JOBS = [
+    {"kernel": "scale", "signature": SCALE, "constexprs": {"BLOCK": 256}, "divisible": [0, 1], "options": {}},
+    {"kernel": "scale", "signature": SCALE, "constexprs": {"BLOCK": 1024}, "divisible": [0, 1], "options": {}},
+    {"kernel": "scale", "signature": SCALE, "constexprs": {"BLOCK": 1024}, "divisible": [0, 1],
+     "options": {"num_warps": 8}},
+    {"kernel": "copy", "signature": COPY, "constexprs": {}, "divisible": [3], "options": {"num_warps": 2}},
+]
+GRIDS = ["--grid", "scale=cdiv(n, BLOCK)", "--grid", "copy=n"]
+
+
+def make_cache(folder, jobs, kernels=KERNELS):
+    """folder/kernels.py and folder/cache, a Triton cache holding `jobs` compiled for sm_90."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernels.py").write_text(kernels)
+    env = {**os.environ, "TRITON_CACHE_DIR": str(folder / "cache")}
+    result = subprocess.run([sys.executable, "-c", COMPILE, str(folder), json.dumps(jobs)], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return folder / "cache"
+
+
+def cache_cubins(cache):
+    return sorted(path.read_bytes() for path in cache.glob("*/*.cubin"))
+
+
+def library_cubins(out):
+    manifest = json.loads((out / "manifest.json").read_text())
+    return sorted((out / image["cubin"]).read_bytes() for kernel in manifest["kernels"]
+                  for variant in kernel["variants"] for image in variant["images"])
+
+
+def kernel_of(out, name):
+    manifest = json.loads((out / "manifest.json").read_text())
+    return next(kernel for kernel in manifest["kernels"] if kernel["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return make_cache(tmp_path_factory.mktemp("jit"), JOBS)
+
+
+@pytest.fixture(scope="module")
+def imported(cache, taot_bin, tmp_path_factory):
+    out = tmp_path_factory.mktemp("imported") / "scaling"
+    result = subprocess.run([str(taot_bin), "import-cache", str(cache), "-o", str(out), *GRIDS, "--python"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return out, result
+
+
+def test_import_builds_a_library_whose_cubins_equal_the_caches(imported, cache):
+    out, result = imported
+    assert len(cache_cubins(cache)) == 4
+    assert library_cubins(out) == cache_cubins(cache)
+    for name in ("scaling.h", "scaling_c.h", "scaling.cpp", "scaling_cubins.cpp", "scaling_python.cpp",
+                 "CMakeLists.txt", "scaling.toml"):
+        assert (out / name).is_file(), name
+    assert "scale: 3 variants for sm_90 from 3 cache entries, imported exactly" in result.stderr
+
+
+def test_constexprs_and_hints_are_the_ones_compiled(imported):
+    out, _ = imported
+    scale = kernel_of(out, "scale")
+    fields = {field["name"]: field["values"] for field in scale["config"]}
+    assert fields == {"BLOCK": [256, 1024], "num_warps": [4, 8], "num_stages": [3]}
+    assert {(variant["config"]["BLOCK"], variant["config"]["num_warps"]) for variant in scale["variants"]} == \
+        {(256, 4), (1024, 4), (1024, 8)}
+    assert [arg["name"] for arg in scale["args"]] == ["x_ptr", "out_ptr", "n", "factor", "BLOCK"]
+    for variant in scale["variants"]:
+        assert variant["specialization"][0] == {"arg": "x_ptr", "dtype": "fp32", "align": 16}
+        assert variant["grid"][0] == [{"op": "arg", "name": "n"}, {"op": "lit", "value": variant["config"]["BLOCK"]},
+                                      {"op": "cdiv"}]
+    copy = kernel_of(out, "copy")
+    (variant,) = copy["variants"]
+    assert variant["specialization"][3] == {"arg": "stride", "type": "i64", "hint": 16}
+    assert variant["specialization"][2] == {"arg": "n", "type": "i32", "hint": 0}
+    assert variant["config"] == {"num_warps": 2, "num_stages": 3}
+
+
+def test_written_spec_compiles_the_same_variants(imported, run_taot, tmp_path):
+    out, _ = imported
+    spec = out / "scaling.toml"
+    listed = run_taot("compile", spec, "--list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert json.loads(listed.stdout)["kernels"] == {
+        kernel["name"]: [variant["id"] for variant in kernel["variants"]] for kernel in manifest["kernels"]}
+    # Three of the four combinations of BLOCK and num_warps: a filter keeps the spec to them.
+    assert "BLOCK == 256 and num_warps == 4" in spec.read_text()
+    # The records are what compiling the spec asks for: nothing to compile in the imported folder ...
+    again = run_taot("compile", spec, "-o", out)
+    assert again.returncode == 0, again.stderr
+    assert "compiled 0, up to date 4" in again.stderr
+    # ... and compiling it afresh gives the same cubins.
+    fresh = run_taot("compile", spec, "-o", tmp_path / "fresh")
+    assert fresh.returncode == 0, fresh.stderr
+    assert library_cubins(tmp_path / "fresh") == library_cubins(out)
+
+
+def test_generated_library_and_module_build_and_select_the_imported_variants(imported):
+    out, _ = imported
+    build = out / "build"
+    for command in (["cmake", "-S", str(out), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                     f"-DTAOT_SOURCE_DIR={REPO}", f"-DPython_EXECUTABLE={sys.executable}", "--log-level=ERROR"],
+                    ["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2)]):
+        result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    code = textwrap.dedent("""
+        import scaling
+
+        class CudaArray:
+            def __init__(self, address, typestr):
+                self.__cuda_array_interface__ = {"data": (address, False), "typestr": typestr, "shape": (4096,),
+                                                 "version": 3}
+
+        x, out = CudaArray(0x7f0000001000, "<f4"), CudaArray(0x7f0000002000, "<f4")
+        variants = scaling.scale.variants()
+        index, step = scaling.scale.choose(x, out, 4096, 2.0, BLOCK=1024)
+        config = variants[index]["config"]
+        print(len(variants), config["BLOCK"], config["num_warps"], step)
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(build)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.split() == ["3", "1024", "4", "config"]
+
+
+def test_entries_of_a_missing_source_are_imported_from_their_ir(tmp_path, run_taot):
+    cache = make_cache(tmp_path / "gone", JOBS[:2])
+    (tmp_path / "gone" / "kernels.py").unlink()
+    out = tmp_path / "out"
+    result = run_taot("import-cache", cache, "-o", out, "--grid", "cdiv(n, 256)")
+    assert result.returncode == 0, result.stderr
+    assert "imported from the IR alone" in result.stderr and "kernels.py is not there" in result.stderr
+    assert "differ in constexpr values the cache does not record" in result.stderr
+    assert library_cubins(out) == cache_cubins(cache)
+    scale = kernel_of(out, "scale")
+    assert [arg["name"] for arg in scale["args"]] == ["x_ptr", "out_ptr", "n", "factor"]
+    assert len({variant["id"] for variant in scale["variants"]}) == 2
+    spec = (out / "out.toml").read_text()
+    assert "describe its constexpr parameters" in spec
+    # The spec is honest: it does not compile until the constexprs are described.
+    assert run_taot("compile", out / "out.toml", "--list").returncode == 1
+
+
+def test_a_constexpr_the_grid_needs_is_unknown_without_the_source(tmp_path, run_taot):
+    cache = make_cache(tmp_path / "gone", JOBS[:1])
+    result = run_taot("import-cache", cache, "-o", tmp_path / "out", "--grid", "cdiv(n, BLOCK)", "--no-source")
+    assert result.returncode == 1
+    assert "--grid for scale: entry 0 (cdiv(n, BLOCK)): unknown name BLOCK" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_entries_of_an_older_version_of_the_source_are_left_out(tmp_path, run_taot):
+    folder = tmp_path / "edited"
+    cache = make_cache(folder, JOBS[:1])
+    edited = KERNELS.replace("mask = offsets < n\n    tl.store(out_ptr", "mask = n > offsets\n    tl.store(out_ptr")
+    assert edited != KERNELS
+    make_cache(folder, JOBS[1:2], kernels=edited)
+    out = tmp_path / "out"
+    result = run_taot("import-cache", cache, "-o", out, "--grid", "cdiv(n, BLOCK)")
+    assert result.returncode == 0, result.stderr
+    assert "does not match scale in" in result.stderr and "left out" in result.stderr
+    (variant,) = kernel_of(out, "scale")["variants"]
+    assert variant["config"]["BLOCK"] == 1024
+
+
+def test_kernel_selects_functions_and_names_those_the_cache_holds(cache, run_taot, tmp_path):
+    only = run_taot("import-cache", cache, "-o", tmp_path / "only", "--kernel", "copy", "--grid", "n")
+    assert only.returncode == 0, only.stderr
+    assert [kernel["name"] for kernel in json.loads((tmp_path / "only" / "manifest.json").read_text())["kernels"]] \
+        == ["copy"]
+    unknown = run_taot("import-cache", cache, "-o", tmp_path / "unknown", "--kernel", "nope", "--grid", "1")
+    assert unknown.returncode == 1
+    assert "--kernel nope: the cache holds no kernel of that name (it holds: copy, scale)" in unknown.stderr
+
+
+def test_json_names_the_kernels_variants_and_entries(cache, run_taot, tmp_path):
+    result = run_taot("import-cache", cache, "-o", tmp_path / "lib", *GRIDS, "--json", "--name", "mine")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["library"] == "mine" and report["spec"].endswith("mine.toml")
+    assert report["kernels"]["scale"]["exact"] is True
+    assert len(report["kernels"]["scale"]["variants"]) == 3 and len(report["kernels"]["scale"]["entries"]) == 3
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "no such folder"),
+    ("empty", "the folder is empty"),
+    ("not_a_cache", "not a Triton cache"),
+    ("launchers_only", "holds no compiled kernels"),
+])
+def test_folders_that_are_not_caches_are_refused(tmp_path, run_taot, case, message):
+    folder = tmp_path / case
+    if case != "missing":
+        folder.mkdir()
+    if case == "not_a_cache":
+        (folder / "notes").mkdir()
+        (folder / "readme.txt").write_text("hello")
+    if case == "launchers_only":
+        (folder / ("A" * 52)).mkdir()
+        (folder / ("A" * 52) / "cuda_utils.so").write_bytes(b"\x7fELF")
+    result = run_taot("import-cache", folder, "-o", tmp_path / "out", "--grid", "1")
+    assert result.returncode == 1
+    assert message in result.stderr and str(folder) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_damaged_entry_is_named_and_nothing_is_written(cache, tmp_path, run_taot):
+    damaged = tmp_path / "cache"
+    shutil.copytree(cache, damaged)
+    cubin = sorted(damaged.glob("*/scale.cubin"))[0]
+    cubin.unlink()
+    out = tmp_path / "out"
+    result = run_taot("import-cache", damaged, "-o", out, *GRIDS)
+    assert result.returncode == 1
+    assert f"cache entry {cubin.parent.name}/scale: scale.cubin is missing" in result.stderr
+    assert not (out / "manifest.json").exists()
+    # The kernel's other entries are not needed to import the rest.
+    rest = run_taot("import-cache", damaged, "-o", out, "--kernel", "copy", "--grid", "n")
+    assert rest.returncode == 0, rest.stderr
+
+
+def test_an_unfinished_compile_is_skipped_with_a_note(cache, tmp_path, run_taot):
+    partial = tmp_path / "cache"
+    shutil.copytree(cache, partial)
+    unfinished = partial / ("B" * 52)
+    unfinished.mkdir()
+    (unfinished / "scale.source").write_text("module {}")
+    result = run_taot("import-cache", partial, "-o", tmp_path / "out", *GRIDS)
+    assert result.returncode == 0, result.stderr
+    assert f"note: skipped {'B' * 52}: a compile that did not finish" in result.stderr
+    assert library_cubins(tmp_path / "out") == cache_cubins(cache)
+
+
+@pytest.mark.parametrize("grid, status, message", [
+    (None, 1, "no grid for copy, scale"),
+    (["--grid", "cdiv(n, 4"], 2, "--grid: unbalanced parentheses"),
+    (["--grid", "1,2,3,4"], 2, "expected 1 to 3 comma-separated grid entries"),
+    (["--grid", "scale=cdiv(n, BLOCK)", "--grid", "copy=rows"], 1, "--grid for copy: entry 0 (rows): unknown name rows"),
+])
+def test_grids_are_checked(cache, tmp_path, run_taot, grid, status, message):
+    result = run_taot("import-cache", cache, "-o", tmp_path / "out", *(grid or []))
+    assert result.returncode == status
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
