@@ -427,12 +427,14 @@ class Renderer {
         {"name_literal", c_string_literal(kernel.name)},
         {"function", comment_text(kernel.function)},
         {"source", comment_text(kernel.source)},
-        {"grid_x", comment_text(kernel.grid_text[0])},
-        {"grid_y", comment_text(kernel.grid_text[1])},
-        {"grid_z", comment_text(kernel.grid_text[2])},
-        {"grid_x_literal", c_string_literal(kernel.grid_text[0])},
-        {"grid_y_literal", c_string_literal(kernel.grid_text[1])},
-        {"grid_z_literal", c_string_literal(kernel.grid_text[2])},
+        {"grid_description",
+         kernel.has_grid ? comment_text(fmt::format("the grid ({}, {}, {})", kernel.grid_text[0], kernel.grid_text[1],
+                                                    kernel.grid_text[2]))
+                         : std::string("the grid each launch gives (the kernel has no grid of its own: launch it with "
+                                       "a taot::Grid)")},
+        {"grid_x_literal", kernel.has_grid ? c_string_literal(kernel.grid_text[0]) : std::string("nullptr")},
+        {"grid_y_literal", kernel.has_grid ? c_string_literal(kernel.grid_text[1]) : std::string("nullptr")},
+        {"grid_z_literal", kernel.has_grid ? c_string_literal(kernel.grid_text[2]) : std::string("nullptr")},
         {"targets", comment_text(targets_text)},
         {"target_literals", value_list(target_literals)},
         {"target_count", number(kernel.targets.size())},
@@ -467,8 +469,8 @@ class Renderer {
     for (std::size_t param : variant.params) params.push_back(number(param));
 
     static constexpr const char* kAxes[3] = {"x", "y", "z"};
-    std::vector<mstch::map> grid;
-    for (std::size_t d = 0; d < 3; ++d) {
+    std::vector<mstch::map> grid;  // empty for a kernel with no grid of its own: {} programs
+    for (std::size_t d = 0; d < 3 && !variant.grid[0].empty(); ++d) {
       std::vector<mstch::map> code;
       for (const GridInstr& instr : variant.grid[d]) {
         code.push_back(mstch::map{

@@ -205,7 +205,9 @@ class ManifestParser {
     kernel.source = reader_.get_string(object, "source", path);
     kernel.source_hash = reader_.get_string(object, "source_hash", path);
     read_kernel_targets(kernel, reader_.get_array(object, "targets", path, 1), child(path, "targets"));
-    if (const json* grid = reader_.get_array(object, "grid", path, 3, 3)) {
+    if (object != nullptr && object->contains("grid") && (*object)["grid"].is_null()) {
+      kernel.has_grid = false;  // every launch gives its grid
+    } else if (const json* grid = reader_.get_array(object, "grid", path, 3, 3)) {
       for (std::size_t d = 0; d < 3; ++d) kernel.grid_text[d] = reader_.string_value(&(*grid)[d], child(child(path, "grid"), d));
     }
     read_args(kernel, reader_.get_array(object, "args", path), child(path, "args"));
@@ -611,7 +613,10 @@ class ManifestParser {
     read_variant_config(kernel, variant, reader_.get_object(object, "config", path), child(path, "config"));
     read_params(kernel, call_args, variant, reader_.get_array(object, "params", path), child(path, "params"));
     check_params(kernel, call_args, variant, child(path, "params"));
-    if (const json* grid = reader_.get_array(object, "grid", path, 3, 3)) {
+    if (!kernel.has_grid) {
+      if (object != nullptr && !(object->contains("grid") && (*object)["grid"].is_null()))
+        reader_.fail(child(path, "grid"), "expected null: kernel " + kernel.name + " has no grid of its own");
+    } else if (const json* grid = reader_.get_array(object, "grid", path, 3, 3)) {
       for (std::size_t d = 0; d < 3 && !reader_.failed(); ++d) {
         variant.grid[d] = read_grid_program(kernel, call_args, &(*grid)[d], child(child(path, "grid"), d));
       }

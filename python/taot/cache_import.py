@@ -91,20 +91,16 @@ def select_entries(contents, wanted):
 def import_cache(entries, outdir, library_name, grids, ir=DEFAULT_MODE, cache_label="the cache", notice=None,
                  use_source=True):
     """Write OUTDIR/manifest.json, artifacts/ and <library>.toml for `entries` (triton_cache.Entry).
-    `grids` maps a kernel name (or None, for every kernel) to its 1 to 3 grid entries; with
+    `grids` maps a kernel name (or None, for every kernel) to its 1 to 3 grid entries (a kernel with
+    none has no grid of its own: every launch gives it); with
     use_source=False every kernel is imported from its IR alone. The caller holds OUTDIR's lock.
-    Raises TaotError for damaged entries, a missing grid or a grid that names unknown values."""
+    Raises TaotError for damaged entries or a grid that names unknown values."""
     say = notice or (lambda line: None)
     outdir = Path(outdir).resolve()
     spec_path = outdir / f"{library_name}.toml"
     notes = []
     usable = _usable_entries(entries, notes)
     groups = _group_by_function(usable)
-    missing_grid = [name for name in groups if name not in grids and None not in grids]
-    if missing_grid:
-        raise TaotError(f"no grid for {', '.join(missing_grid)}: give --grid {missing_grid[0]}=X,Y,Z (or --grid X,Y,Z "
-                        "for every kernel), in the spec's grid language over the kernel's int arguments; the "
-                        "manifest has no way yet to leave the grid to the caller")
     recovery = Recovery()
     kernels = []
     for name, group in groups.items():
@@ -237,7 +233,9 @@ def _exact_kernel(name, function, entries, recovered, grid, recovery, spec_path,
     _check_grid(name, grid, described, options)
     targets = sorted({entry.capability for entry in entries})
     table = {"name": name, "source": _relative(jit.fn.__code__.co_filename, spec_path.parent), "function": name,
-             "targets": [f"sm_{capability}" for capability in targets], "grid": _grid_values(grid)}
+             "targets": [f"sm_{capability}" for capability in targets]}
+    if grid is not None:  # none: every launch gives the grid
+        table["grid"] = _grid_values(grid)
     where = _where(described, options, points, entries, targets)
     if where:
         table["where"] = [where]
@@ -405,7 +403,7 @@ def _check_grid(name, grid, described, options):
                   if all(isinstance(value, int) and not isinstance(value, bool)
                          for value in _as_list(spec.get("constexpr", [None])))]
     int_fields += [option for option in options if OPTION_KINDS[option] == INT]
-    for index, text in enumerate(grid):
+    for index, text in enumerate(grid or ()):
         try:
             parse_grid(text, int_args, int_fields)
         except ExpressionProblem as problem:
@@ -624,6 +622,8 @@ def _ir_option_fields(name, entries, notes):
 
 
 def _parse_grid(name, grid, int_args, int_fields, reason):
+    if grid is None:
+        return None, None  # no grid of its own
     texts = list(grid) + ["1"] * (3 - len(grid))
     trees = []
     for index, text in enumerate(texts):
@@ -661,7 +661,7 @@ def _ir_variants(kernel, entries, per_entry, outdir):
         identifier = ids[key] if counts[ids[key]] == 1 else f"{ids[key]}_{group['digest'][:8]}"
         values = {name: value for name, value in group["config"].items() if isinstance(value, int)}
         hinted = {binding.name for binding in group["bindings"] if binding.hint == 1} & ones
-        grid = tuple(fold_grid(tree, values, hinted) for tree in kernel.grid)
+        grid = None if kernel.grid is None else tuple(fold_grid(tree, values, hinted) for tree in kernel.grid)
         targets = tuple(name for name in order if name in group["entries"])
         variants.append(Variant(kernel.name, identifier, group["bindings"], dict(group["config"]), grid, targets))
         hashes[identifier] = variant_hash({"format": INPUTS_FORMAT, "imported_from_triton_cache": sorted(
@@ -732,8 +732,11 @@ def _ir_spec(name, kernel, variants, grid, entries, function, reason, spec_path)
         arg_comments["..."] = ["the function's constexpr parameters: their values are compiled into the cubins but "
                                "not recorded in the cache"]
     table = {"name": name, "source": _relative(str(kernel.source), spec_path.parent), "function": name,
-             "targets": [target.name for target in kernel.targets], "grid": _grid_values(grid),
-             "args": args, "options": {field.name: _one_or_list(list(field.values)) for field in kernel.config}}
+             "targets": [target.name for target in kernel.targets]}
+    if grid is not None:  # none: every launch gives the grid
+        table["grid"] = _grid_values(grid)
+    table["args"] = args
+    table["options"] = {field.name: _one_or_list(list(field.values)) for field in kernel.config}
     comments = [f"{name}: imported from the cache's IR alone ({reason}).",
                 f"The cache holds {plural(len(entries), 'entry', 'entries')} of it ({plural(len(variants), 'variant')}) "
                 "but not their constexpr values:",

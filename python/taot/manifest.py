@@ -64,7 +64,7 @@ def _kernel(library, kernel, outdir, variant_hashes):
         "source": relative(kernel.source, outdir),
         "source_hash": hashlib.sha256(kernel.cache_key.encode()).hexdigest(),
         "targets": [target.name for target in kernel.targets],
-        "grid": list(kernel.grid_text),
+        "grid": None if kernel.grid_text is None else list(kernel.grid_text),
         "args": [_arg(arg, variants) for arg in kernel.args],
         "config": [_config_field(field, variants) for field in kernel.config],
         "variants": [_variant(library, kernel, variant, outdir, variant_hashes[variant.id]) for variant in variants],
@@ -135,7 +135,7 @@ def _variant(library, kernel, variant, outdir, variant_hash):
         "config": dict(variant.config),
         "params": [binding.name for binding in variant.bindings
                    if binding.hint != 1 and not binding.none and not binding.launch_only],
-        "grid": [list(program) for program in variant.grid],
+        "grid": None if variant.grid is None else [list(program) for program in variant.grid],
         "images": [_image(outdir, variant, kernel.function, target) for target in kernel.targets
                    if target.name in variant.targets],
     }

@@ -70,8 +70,8 @@ class KernelSpec:
     function: str
     source: Path            # absolute path of the kernel's Python file
     cache_key: str          # the JIT function's cache key (covers its source and callees)
-    grid_text: tuple        # three entries as written
-    grid: tuple             # three checked ASTs (see expressions.parse_grid)
+    grid_text: tuple        # three entries as written; None: no grid of its own (launches give it)
+    grid: tuple             # three checked ASTs (see expressions.parse_grid), or None
     where: tuple            # expressions.Filter objects
     typevars: dict          # name -> tuple of dtype names, in spec order
     args: tuple             # ArgSpec per function parameter, in order, then the launch-only arguments

@@ -23,7 +23,7 @@ ROOT_KEYS = {"library": "a [library] table", "kernel": "one or more [[kernel]] t
 LIBRARY_KEYS = {"name": "the library name (an identifier)", "targets": 'a list of targets such as "sm_90"'}
 KERNEL_KEYS = {
     "name": "the kernel's C++ name", "source": "the kernel's Python file, relative to the spec",
-    "function": "the @triton.jit function's name", "grid": "1 to 3 grid expressions",
+    "function": "the @triton.jit function's name", "grid": "1 to 3 grid expressions (omitted: every launch gives the grid)",
     "where": "a list of filter expressions", "types": "a table of type variables",
     "args": "a table describing every parameter of the function", "options": "a table of Triton options",
     "default": "a table giving the default config", "targets": "the targets of this kernel (default: the library's)",
@@ -132,7 +132,7 @@ def _check_unique_kernel(kernel, kernels, node):
 
 
 def _kernel(node, spec_folder, library_targets, targets_overridden):
-    node.table("a [[kernel]] table", KERNEL_KEYS, required=("source", "grid"))
+    node.table("a [[kernel]] table", KERNEL_KEYS, required=("source",))
     if not node.key("name").present() and not node.key("function").present():
         raise node.key("name").missing("a kernel name (or a function name)")
     name_node = node.key("name") if node.key("name").present() else node.key("function")
@@ -923,6 +923,10 @@ def _tuning_files(node, spec_folder):
 # ---- grid and where ----
 
 def _grid(node, args, fields):
+    """(texts, trees) of the three grid dimensions; (None, None) when the spec gives no grid, so that
+    every launch gives one."""
+    if not node.present():
+        return None, None
     expected = '1 to 3 grid entries (ints or expressions such as "cdiv(n, BLOCK)")'
     entries = node.value if is_list(node.value) else [node.value]
     if isinstance(node.value, dict) or not 1 <= len(entries) <= 3:

@@ -462,6 +462,8 @@ def _field_value(kernel, position, values, name):
 
 
 def _fold_grid(kernel, label, bindings, config, variant_id):
+    if kernel.grid is None:
+        return None  # no grid of its own
     values = {field.name: config[field.name] for field in kernel.config if field.kind == INT}
     ones = {binding.name for binding in bindings if binding.hint == 1}
     programs = []

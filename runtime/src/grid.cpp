@@ -32,6 +32,11 @@ bool grid_uses_num_sms(const table::KernelTable& table) noexcept {
 
 Status evaluate_grid(const table::KernelTable& table, const table::Variant& variant, const taot_arg* args,
                      std::int64_t num_sms, std::array<std::int64_t, 3>& grid) {
+  if (variant.grid[0].length == 0)
+    return Status::error(TAOT_INVALID_ARGUMENT, std::string(table.library) + "::" + table.name +
+                                                    " has no grid of its own (it was built without one): give the "
+                                                    "grid at launch (a taot::Grid, taot_launch_ex's grid, grid= "
+                                                    "from Python)");
   constexpr int kStackDepth = 32;
   for (int d = 0; d < 3; ++d) {
     const table::GridProgram& program = variant.grid[d];

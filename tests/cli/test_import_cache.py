@@ -4,6 +4,7 @@ compiled, whose spec compiles the same variants, and whose generated sources bui
 cannot be read is refused naming what is wrong."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -177,6 +178,24 @@ def test_generated_library_and_module_build_and_select_the_imported_variants(imp
     assert run.stdout.split() == ["3", "1024", "4", "config"]
 
 
+def test_without_a_grid_every_launch_gives_it(cache, tmp_path, run_taot):
+    out = tmp_path / "gridless"
+    result = run_taot("import-cache", cache, "-o", out, "--kernel", "scale")
+    assert result.returncode == 0, result.stderr
+    scale = kernel_of(out, "scale")
+    assert scale["grid"] is None and all(variant["grid"] is None for variant in scale["variants"])
+    source = (out / "gridless.cpp").read_text()
+    assert '"scale", {nullptr, nullptr, nullptr},' in source
+    assert "the grid each launch gives" in (out / "gridless.h").read_text()
+    spec = (out / "gridless.toml").read_text()
+    assert not re.search(r"^grid\s*=", spec, re.MULTILINE)
+    # The spec without a grid compiles back to the same variants, still without a grid.
+    again = run_taot("compile", out / "gridless.toml", "-o", tmp_path / "again", "-q")
+    assert again.returncode == 0, again.stderr
+    assert kernel_of(tmp_path / "again", "scale")["grid"] is None
+    assert library_cubins(tmp_path / "again") == library_cubins(out)
+
+
 def test_entries_of_a_missing_source_are_imported_from_their_ir(tmp_path, run_taot):
     cache = make_cache(tmp_path / "gone", JOBS[:2])
     (tmp_path / "gone" / "kernels.py").unlink()
@@ -286,7 +305,6 @@ def test_an_unfinished_compile_is_skipped_with_a_note(cache, tmp_path, run_taot)
 
 
 @pytest.mark.parametrize("grid, status, message", [
-    (None, 1, "no grid for copy, scale"),
     (["--grid", "cdiv(n, 4"], 2, "--grid: unbalanced parentheses"),
     (["--grid", "1,2,3,4"], 2, "expected 1 to 3 comma-separated grid entries"),
     (["--grid", "scale=cdiv(n, BLOCK)", "--grid", "copy=rows"], 1, "--grid for copy: entry 0 (rows): unknown name rows"),

@@ -24,7 +24,8 @@ def add_arguments(parser):
                         help="import only this function's entries (repeatable, or comma-separated)")
     parser.add_argument("--grid", action="append", default=[], metavar="[KERNEL=]X,Y,Z",
                         help="the grid, as a spec's grid entries over the kernel's int arguments and config "
-                             "fields, e.g. 'cdiv(n, BLOCK),1,1'; KERNEL= gives one kernel's (repeatable)")
+                             "fields, e.g. 'cdiv(n, BLOCK),1,1'; KERNEL= gives one kernel's (repeatable); a kernel "
+                             "given none has no grid of its own: every launch gives it")
     parser.add_argument("--no-source", action="store_true",
                         help="do not read the kernels' Python files: import every entry from its IR alone (no "
                              "constexpr values; keeps entries that do not match the source as it is now)")

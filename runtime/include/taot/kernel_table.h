@@ -224,7 +224,7 @@ struct TunedTable {
 struct KernelTable {
   const char* library;
   const char* name;
-  const char* grid_text[3];
+  const char* grid_text[3];  // null for a kernel with no grid of its own (every launch gives one)
   const Arg* args;
   std::uint16_t arg_count;
   const ConfigField* fields;

@@ -1516,8 +1516,11 @@ inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
   const table::KernelTable& table = kernel.table();
   std::string doc = std::string("Launches ") + table.library + "." + table.name + "(";
   for (std::size_t a = 0; a < table.arg_count; ++a) doc += (a ? ", " : "") + std::string(table.args[a].name);
-  doc += ", *, stream=None, variant=None, grid=None, **config) on the grid (" + std::string(table.grid_text[0]) + ", " +
-         table.grid_text[1] + ", " + table.grid_text[2] + "); config keywords:";
+  doc += ", *, stream=None, variant=None, grid=None, **config) on " +
+         (table.grid_text[0] == nullptr ? std::string("the grid= given (the kernel has no grid of its own)")
+                                        : "the grid (" + std::string(table.grid_text[0]) + ", " + table.grid_text[1] +
+                                              ", " + table.grid_text[2] + ")") +
+         "; config keywords:";
   for (std::size_t f = 0; f < table.field_count; ++f) doc += std::string(" ") + table.fields[f].name;
   doc += ".\n\nbind(**config) or bind(variant=i) makes a launcher with the config resolved once; "
          "choose(*args, **config) says which variant a call would launch and how it was chosen.";

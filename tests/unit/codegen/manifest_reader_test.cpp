@@ -111,6 +111,19 @@ TEST_F(ManifestReaderTest, RejectsBadOverridesAndReportsNamingTheField) {
   EXPECT_THAT(error_of(), HasSubstr("ptxas.registers"));
 }
 
+TEST_F(ManifestReaderTest, AKernelMayHaveNoGridOfItsOwnAndThenNeitherDoItsVariants) {
+  kernel0["grid"] = nullptr;
+  for (nlohmann::json& variant : kernel0["variants"]) variant["grid"] = nullptr;
+  const Expected<Manifest> manifest = read_manifest(builder.write());
+  ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+  EXPECT_FALSE(manifest->kernels[0].has_grid);
+  EXPECT_TRUE(manifest->kernels[0].variants[0].grid[0].empty());
+  EXPECT_TRUE(manifest->kernels[1].has_grid);
+  kernel0["variants"][1]["grid"] = builder.json["kernels"][1]["variants"][0]["grid"];
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("kernels[0].variants[1].grid"), HasSubstr("expected null"),
+                                HasSubstr("has no grid of its own")));
+}
+
 TEST_F(ManifestReaderTest, RejectsWrongSchemaNamingBoth) {
   builder.json["schema"] = "other.manifest";
   EXPECT_THAT(error_of(), AllOf(HasSubstr("manifest.json"), HasSubstr("\"other.manifest\""), HasSubstr("version 2"),

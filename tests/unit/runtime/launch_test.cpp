@@ -71,6 +71,25 @@ TEST_F(LaunchTest, EmptyGridLaunchesNothingAndSucceeds) {
   EXPECT_EQ(fake.total_loads(), 0);
 }
 
+TEST_F(LaunchTest, AKernelWithNoGridOfItsOwnLaunchesOnTheGridGivenAndRefusesNone) {
+  table.edit_variants([](table::Variant& variant) {
+    for (table::GridProgram& program : variant.grid) program = {nullptr, 0};
+  });
+  for (const char*& text : table.kernel.grid_text) text = nullptr;
+  Kernel gridless{table.kernel};
+  fake.make_current(fake.add_context(90));
+  auto args = add_args(5000);
+  Status refused = gridless.launch(nullptr, args.data(), args.size());
+  EXPECT_EQ(refused.code(), TAOT_INVALID_ARGUMENT);
+  EXPECT_EQ(refused.message(), "testlib::add_kernel has no grid of its own (it was built without one): give the grid "
+                               "at launch (a taot::Grid, taot_launch_ex's grid, grid= from Python)");
+  EXPECT_TRUE(fake.launches().empty());
+  ASSERT_TRUE(gridless.launch(nullptr, args.data(), args.size(), Selection::automatic(), Grid{7, 2}).ok());
+  ASSERT_EQ(fake.launches().size(), 1u);
+  EXPECT_EQ(fake.launches()[0].grid[0], 7u);
+  EXPECT_EQ(fake.launches()[0].grid[1], 2u);
+}
+
 TEST_F(LaunchTest, PicksCubinByComputeCapability) {
   CUcontext ampere = fake.add_context(86);  // runs the portable sm_80 cubin
   CUcontext hopper = fake.add_context(90);

@@ -33,6 +33,12 @@ struct AddKernelTable {
       for (table::Image& image : images) edit(image);
   }
 
+  // Calls edit(variant) for every variant (before a Kernel is made from the table).
+  template <class Edit>
+  void edit_variants(Edit edit) {
+    for (table::Variant& variant : variants_) edit(variant);
+  }
+
   table::KernelTable kernel{};
   std::vector<VariantFacts> facts;  // per variant, in table order
 

@@ -215,6 +215,7 @@ struct Kernel {
   std::string source_hash;
   std::vector<std::string> targets;      // a subset of the library's targets, in its order
   std::array<std::string, 3> grid_text;  // as written, for messages and docs
+  bool has_grid = true;  // false: no grid of its own ("grid": null); every launch gives one
   std::vector<std::string> tuning_key;   // names of int call arguments; may be empty
   // Tuned-table files to bake in ("tuning"), resolved against the manifest's folder; may be empty.
   std::vector<std::filesystem::path> tuning;
