@@ -1,6 +1,7 @@
 # One artifact folder, artifacts/<variant>/<target>/: what a compile leaves there, and its record,
-# inputs.json, written last: the inputs it was compiled from, the libraries that use it, and the
-# size and SHA-256 of the cubin and metadata.json, so that a damaged artifact is noticed and rebuilt.
+# inputs.json, written last: the inputs it was compiled from, the libraries that use it, the size and
+# SHA-256 of the cubin and metadata.json, so that a damaged artifact is noticed and rebuilt, and what
+# ptxas reported (registers, spills, stack frame).
 import hashlib
 import json
 import re
@@ -12,7 +13,7 @@ from .fsutil import canonical_json, write_atomically
 
 RECORD = "inputs.json"
 METADATA = "metadata.json"
-RECORD_FORMAT = 2  # of inputs.json; format 1 held the inputs alone (read as "not compiled")
+RECORD_FORMAT = 3  # of inputs.json; 1 held the inputs alone, 2 no "ptxas" (both read as "not compiled")
 
 
 def cubin_name(function):
@@ -41,6 +42,8 @@ def _load_record(folder):
     if not isinstance(record, dict) or record.get("record_format") != RECORD_FORMAT:
         return None, False  # an older taot's record: compiled again, quietly
     if not all(isinstance(record.get(key), kind) for key, kind in _RECORD_KEYS.items()):
+        return None, True
+    if not isinstance(record.get("ptxas"), (dict, type(None))):
         return None, True
     return record, False
 
@@ -138,9 +141,10 @@ def _is_own_file(name):
     return name == METADATA or name.endswith(_OWN_SUFFIXES)
 
 
-def write(folder, function, asm, metadata, inputs, libraries, ir_mode):
+def write(folder, function, asm, metadata, inputs, libraries, ir_mode, ptxas=None):
     """Write a finished compile: IR stages as `ir_mode` keeps them, the cubin, metadata.json (a
-    JSON-safe dict), then the record."""
+    JSON-safe dict), then the record, with `ptxas` (ptxas_report.parse's dict, or None when ptxas'
+    report was not seen)."""
     folder = Path(folder)
     kept = ir_files.write_stages(folder, function, asm, ir_mode)
     cubin = asm["cubin"]
@@ -155,6 +159,7 @@ def write(folder, function, asm, metadata, inputs, libraries, ir_mode):
         "metadata": {"file": METADATA, "sha256": sha256(metadata_bytes)},
         "ir": kept,
         "ptx_target": ptx_target(asm["ptx"]),
+        "ptxas": ptxas,
     })
 
 

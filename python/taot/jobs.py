@@ -11,7 +11,7 @@ from pathlib import Path
 
 import triton
 
-from . import artifacts, kernel_source
+from . import artifacts, kernel_source, ptxas_report
 from .dtypes import triton_dtype
 from .fsutil import canonical_json
 from .model import DTYPE, INT
@@ -111,7 +111,7 @@ def run_job(job):
     folder.mkdir(parents=True, exist_ok=True)
     libraries = set(artifacts.clear(folder, job.inputs)) | {job.library}
     failure = None
-    with captured_output() as captured:
+    with captured_output() as captured, ptxas_report.recording() as ptxas_log:
         try:
             compiled = _compile(job)
         except Exception as error:  # Triton's errors are the user's to read, not a crash of taot
@@ -121,7 +121,7 @@ def run_job(job):
         return Outcome(job.variant_id, job.target, time.perf_counter() - start, text)
     captured.replay()
     artifacts.write(folder, job.function, compiled.asm, json_safe(compiled.metadata._asdict()), job.inputs,
-                    libraries, job.ir)
+                    libraries, job.ir, ptxas=ptxas_report.parse(ptxas_log.text, compiled.metadata.name))
     return Outcome(job.variant_id, job.target, time.perf_counter() - start)
 
 

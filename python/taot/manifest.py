@@ -188,4 +188,5 @@ def _image(outdir, variant, function, target):
         "maxnreg": metadata.get("maxnreg"),
         "tensordesc_meta": metadata.get("tensordesc_meta") or [],
         "artifacts": {key: relative(folder / name, outdir) for key, name in files.items()},
+        **({"ptxas": record["ptxas"]} if record.get("ptxas") else {}),  # what ptxas -v reported
     }

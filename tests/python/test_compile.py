@@ -18,7 +18,8 @@ from taot.ir_files import read_stage
 MANIFEST_IMAGE_KEYS = {"target", "arch", "arch_specific", "dir", "cubin", "cubin_sha256", "function_name",
                        "num_warps", "num_ctas", "num_stages", "shared", "global_scratch_size",
                        "global_scratch_align", "profile_scratch_size", "profile_scratch_align",
-                       "launch_cooperative_grid", "launch_pdl", "cluster_dims", "tmem_size", "maxnreg", "tensordesc_meta", "artifacts"}
+                       "launch_cooperative_grid", "launch_pdl", "cluster_dims", "tmem_size", "maxnreg", "tensordesc_meta", "artifacts",
+                       "ptxas"}
 
 
 def small_spec():
@@ -89,6 +90,8 @@ def test_manifest_follows_the_schema(project):
         assert (image["target"], image["arch"], image["arch_specific"]) == ("sm_90", 90, True)
         assert (image["num_warps"], image["num_ctas"], image["num_stages"]) == (4, 1, 2)
         assert image["function_name"] == "scale_kernel" and image["cluster_dims"] == [1, 1, 1]
+        assert set(image["ptxas"]) == {"registers", "spill_stores", "spill_loads", "stack"}
+        assert 0 < image["ptxas"]["registers"] <= 255 and image["ptxas"]["spill_stores"] == 0
         assert image["dir"] == f"artifacts/{variant['id']}/sm_90"
         assert image["cubin"] == f"artifacts/{variant['id']}/sm_90/scale_kernel.cubin"
         cubin = (project.root / "out" / image["cubin"]).read_bytes()

@@ -36,5 +36,7 @@ int run_front_end(const std::string& command, const std::vector<std::string>& ar
 
 // The C++ commands' declarations (one file each).
 Runner declare_gen(CLI::App& command);
+Runner declare_inspect(CLI::App& command);
+Runner declare_diff(CLI::App& command);
 
 }  // namespace taot::tool

@@ -1,0 +1,207 @@
+// Loading libraries, manifests and cubins into images; choosing images; the reports and the
+// comparison of two images.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fake_cubin.h"
+#include "manifest_builder.h"
+#include "taot/codegen/sha256.h"
+#include "taot/workbench/compare.h"
+#include "taot/workbench/diff.h"
+#include "taot/workbench/inventory.h"
+#include "taot/workbench/report.h"
+
+namespace taot::workbench {
+namespace {
+
+using codegen::testing::ManifestBuilder;
+using codegen::testing::TempDir;
+using codegen::testing::write_file;
+using testing::fake_cubin;
+using testing::FakeFunction;
+
+std::string message_of(const Status& status) { return status.message(); }
+
+// The demo library of the codegen fixtures, with the first image's cubin a real ELF and ptxas'
+// report recorded for it.
+class InventoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ManifestBuilder builder(dir_.path());
+    nlohmann::json& image = builder.json["kernels"][0]["variants"][0]["images"][0];
+    const std::string cubin = fake_cubin({FakeFunction{.name = "add_kernel", .registers = 26, .frame_size = 8,
+                                                       .min_stack_size = 8, .static_shared = 1024, .local = 4}});
+    write_file(dir_.path() / image["cubin"].get<std::string>(), cubin);
+    image["cubin_sha256"] = codegen::sha256_hex(cubin);
+    image["ptxas"] = {{"registers", 26}, {"spill_stores", 12}, {"spill_loads", 16}, {"stack", 8}};
+    image["override"] = {{"stage", "ttgir"}, {"sha256", std::string(64, 'a')}, {"file", "overrides/x.ttgir"}};
+    builder.write();
+    Expected<Inventory> loaded = load_inventory(dir_.path());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    inventory_ = std::move(*loaded);
+  }
+
+  std::vector<const ImageView*> select(const ImageFilter& filter) {
+    Expected<std::vector<const ImageView*>> chosen = select_images(inventory_, filter);
+    EXPECT_TRUE(chosen.ok()) << chosen.status().message();
+    return chosen.ok() ? *chosen : std::vector<const ImageView*>();
+  }
+
+  std::string failure(const ImageFilter& filter) {
+    Expected<std::vector<const ImageView*>> chosen = select_images(inventory_, filter);
+    EXPECT_FALSE(chosen.ok());
+    return chosen.ok() ? "" : message_of(chosen.status());
+  }
+
+  TempDir dir_;
+  Inventory inventory_;
+};
+
+TEST_F(InventoryTest, EveryImageWithItsFacts) {
+  EXPECT_EQ(inventory_.origin, Inventory::Origin::library);
+  EXPECT_EQ(inventory_.library, "demo");
+  std::size_t add_images = 0;
+  for (const ImageView& image : inventory_.images) add_images += image.kernel == "add_kernel";
+  EXPECT_EQ(add_images, 8u);
+  const ImageView& first = inventory_.images.front();
+  EXPECT_EQ(first.variant, "add_kernel_fp32_B256");
+  EXPECT_EQ(first.target, "sm_80");
+  ASSERT_GE(first.config.size(), 4u);
+  EXPECT_EQ(first.config[0].name, "BLOCK_SIZE");
+  EXPECT_EQ(first.config[0].text, "256");
+  EXPECT_EQ(first.config[1].text, "fp32");
+  EXPECT_EQ(first.config[2].text, "0.5");
+  EXPECT_EQ(first.specialization[0].value, "fp32 align 16");
+  EXPECT_EQ(first.specialization[2].value, "fp32");
+  EXPECT_EQ(first.specialization[3].value, "i32 %16");
+  EXPECT_TRUE(first.cubin_problem.empty()) << first.cubin_problem;
+  ASSERT_TRUE(first.resources.has_value());
+  EXPECT_EQ(first.resources->static_shared, 1024u);
+  EXPECT_EQ(first.stages.count(Stage::ptx), 1u);
+  // The other cubins are random bytes: named as a note, not a failure.
+  EXPECT_NE(inventory_.images[1].cubin_problem.find("not a valid cubin"), std::string::npos);
+
+  const ResourceUsage usage = resource_usage(first);
+  EXPECT_TRUE(usage.from_ptxas);
+  EXPECT_EQ(usage.registers, 26u);
+  EXPECT_EQ(usage.spill_stores, 12u);
+  EXPECT_EQ(usage.spill_loads, 16u);
+  EXPECT_EQ(usage.stack, 8u);
+  EXPECT_EQ(usage.local, 4u);
+  EXPECT_EQ(usage.shared(), 1024u + first.manifest_image->shared);
+}
+
+TEST_F(InventoryTest, FiltersChooseAndNameWhatExists) {
+  EXPECT_EQ(select({}).size(), inventory_.images.size());
+  EXPECT_EQ(select({.kernels = {"add_kernel"}}).size(), 8u);
+  const auto blocks = select({.kernels = {"add_kernel"}, .where = {{"BLOCK_SIZE", "256"}}});
+  EXPECT_EQ(blocks.size(), 4u);
+  for (const ImageView* image : blocks) EXPECT_EQ(image->config[0].text, "256");
+  EXPECT_EQ(select({.kernels = {"add_kernel"}, .where = {{"EPS", "1e-06"}, {"num_warps", "4"}}}).size(), 2u)
+      << "floats compare by value";
+  EXPECT_EQ(select({.kernels = {"add_kernel"}, .targets = {"sm_90"}}).size(), 4u) << "sm_90 matches sm_90a";
+  EXPECT_EQ(select({.variants = {"fp16_B1024"}}).size(), 2u);
+
+  EXPECT_NE(failure({.kernels = {"nope"}}).find("no kernel 'nope'"), std::string::npos);
+  EXPECT_NE(failure({.kernels = {"nope"}}).find("add_kernel, odd_names, noop, features"), std::string::npos);
+  const std::string field = failure({.kernels = {"add_kernel"}, .where = {{"BLOCK", "256"}}});
+  EXPECT_NE(field.find("no config field 'BLOCK' (fields: BLOCK_SIZE, ACC_TYPE, EPS, num_warps)"), std::string::npos) << field;
+  const std::string value = failure({.kernels = {"add_kernel"}, .where = {{"BLOCK_SIZE", "512"}}});
+  EXPECT_NE(value.find("no variant has BLOCK_SIZE=512 (its values: 256, 1024)"), std::string::npos) << value;
+  EXPECT_NE(failure({.targets = {"sm_70"}}).find("no target 'sm_70'"), std::string::npos);
+  EXPECT_NE(failure({.variants = {"zzz"}}).find("no variant 'zzz'"), std::string::npos);
+  EXPECT_NE(failure({.variants = {"B25"}}).find("no variant 'B25'"), std::string::npos) << "whole parts only";
+  const std::string ambiguous = failure({.variants = {"B256"}});
+  EXPECT_NE(ambiguous.find("'B256' names 2 variants"), std::string::npos) << ambiguous;
+
+  EXPECT_FALSE(parse_where("BLOCK_SIZE").ok());
+  EXPECT_FALSE(parse_where("=3").ok());
+  EXPECT_EQ(parse_where("A=b=c")->second, "b=c");
+}
+
+TEST_F(InventoryTest, FindImageByVariantAndTarget) {
+  Expected<const ImageView*> image = find_image(inventory_, "fp32_B1024", "sm_90");
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  EXPECT_EQ((*image)->target, "sm_90a");
+  EXPECT_EQ((*find_image(inventory_, "add_kernel_fp32_B1024"))->target, "sm_80") << "the first target by default";
+  Expected<const ImageView*> missing = find_image(inventory_, "noop_0", "sm_90");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("variant noop_0 has no image for target 'sm_90' (its targets: sm_80)"),
+            std::string::npos) << missing.status().message();
+}
+
+TEST_F(InventoryTest, ReportsShowEveryImage) {
+  const std::vector<const ImageView*> images = select({.kernels = {"add_kernel"}});
+  const std::string table = inspect_table(inventory_, images);
+  EXPECT_NE(table.find("KERNEL      VARIANT"), std::string::npos) << table;
+  EXPECT_NE(table.find("12/16"), std::string::npos) << "spill stores/loads of the first image";
+  EXPECT_NE(table.find("ttgir aaaaaaaaaaaa"), std::string::npos) << "the override: stage and SHA-256 prefix";
+  EXPECT_NE(table.find("8 of"), std::string::npos);
+  EXPECT_NE(table.find("note: add_kernel add_kernel_fp32_B256 sm_90a:"), std::string::npos) << table;
+
+  const nlohmann::json json = nlohmann::json::parse(inspect_json(inventory_, images));
+  ASSERT_EQ(json["images"].size(), 8u);
+  EXPECT_EQ(json["count"], 8);
+  const nlohmann::json& first = json["images"][0];
+  EXPECT_EQ(first["registers"], 26);
+  EXPECT_EQ(first["registers_from"], "ptxas");
+  EXPECT_EQ(first["config"]["BLOCK_SIZE"], 256);
+  EXPECT_EQ(first["config"]["ACC_TYPE"], "fp32");
+  EXPECT_EQ(first["config"]["EPS"], 0.5);
+  EXPECT_EQ(first["override"]["stage"], "ttgir");
+  EXPECT_EQ(first["cubin_resources"]["static_shared"], 1024);
+  EXPECT_TRUE(json["images"][1]["cubin_resources"].is_null());
+  EXPECT_TRUE(json["images"][1]["problem"].is_string());
+}
+
+TEST_F(InventoryTest, ComparisonNamesTheConfigDifference) {
+  const ImageView& a = **find_image(inventory_, "add_kernel_fp32_B256", "sm_80");
+  const ImageView& b = **find_image(inventory_, "add_kernel_fp32_B1024", "sm_80");
+  const ImageComparison comparison = compare_images(a, b);
+  ASSERT_FALSE(comparison.config.empty());
+  EXPECT_EQ(comparison.config[0].name, "BLOCK_SIZE");
+  EXPECT_EQ(comparison.config[0].a, "256");
+  EXPECT_EQ(comparison.config[0].b, "1024");
+  Expected<ComparisonReport> report = diff_images(a, b, {});
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_FALSE(report->stage.has_value()) << "no ttgir kept: no op counts";
+  const std::string text = comparison_text(*report);
+  EXPECT_NE(text.find("config (a -> b):\n  BLOCK_SIZE  256 -> 1024\n  num_warps     4 -> 8\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("registers"), std::string::npos) << text;
+  Expected<ComparisonReport> missing = diff_images(a, b, {.stage = Stage::ttgir});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("has no ttgir kept (it has ttir, ptx and sass)"), std::string::npos)
+      << missing.status().message();
+}
+
+TEST(Inventory, BareCubinsAndWhatIsNoTarget) {
+  TempDir dir;
+  write_file(dir.path() / "two.cubin", fake_cubin({FakeFunction{.name = "k1", .registers = 10},
+                                                   FakeFunction{.name = "helper", .entry = false},
+                                                   FakeFunction{.name = "k2", .registers = 20}}));
+  Expected<Inventory> cubin = load_inventory(dir.path() / "two.cubin");
+  ASSERT_TRUE(cubin.ok()) << cubin.status().message();
+  EXPECT_EQ(cubin->origin, Inventory::Origin::cubin);
+  ASSERT_EQ(cubin->images.size(), 2u) << "entry functions only";
+  EXPECT_EQ(cubin->images[1].kernel, "k2");
+  EXPECT_EQ(resource_usage(cubin->images[1]).registers, 20u);
+  EXPECT_FALSE(resource_usage(cubin->images[1]).from_ptxas);
+  Expected<std::vector<const ImageView*>> variant = select_images(*cubin, {.variants = {"x"}});
+  ASSERT_FALSE(variant.ok());
+  EXPECT_NE(variant.status().message().find("is a bare cubin: it has no variants"), std::string::npos);
+
+  Expected<Inventory> empty = load_inventory(dir.path());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("has no manifest.json"), std::string::npos);
+  Expected<Inventory> absent = load_inventory(dir.path() / "absent");
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.status().message().find("does not exist"), std::string::npos);
+  write_file(dir.path() / "manifest.json", "{\"schema\": \"other\"}");
+  Expected<Inventory> wrong = load_inventory(dir.path() / "manifest.json");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("manifest.json"), std::string::npos) << wrong.status().message();
+}
+
+}  // namespace
+}  // namespace taot::workbench

@@ -1,0 +1,207 @@
+// Reading a cubin's ELF: section headers, the symbol table, and the .nv.info attribute lists.
+//
+// Why parse rather than run `cuobjdump --dump-resource-usage`: inspecting a library of hundreds of
+// variants would start hundreds of processes, the workbench would need a CUDA toolkit present, and
+// the parser is tested on bytes. The tests compare it with cuobjdump on real cubins.
+//
+// .nv.info sections are lists of attributes: a format byte, an attribute byte, then a 16-bit value
+// (formats 1-3) or a 16-bit size and that many bytes (format 4, EIFMT_SVAL). Per-function values
+// (register count, frame and stack sizes) are SVALs holding the function's symbol index and a
+// 32-bit value.
+#include "taot/workbench/cubin.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "text_util.h"
+
+namespace taot::workbench {
+
+namespace {
+
+constexpr std::uint8_t kFormatSval = 0x04;  // EIFMT_SVAL: size + bytes; the others carry 16 bits inline
+constexpr std::uint8_t kAttrFrameSize = 0x11;
+constexpr std::uint8_t kAttrMinStackSize = 0x12;
+constexpr std::uint8_t kAttrMaxRegCount = 0x1b;
+constexpr std::uint8_t kAttrMaxStackSize = 0x23;
+constexpr std::uint8_t kAttrRegCount = 0x2f;
+
+constexpr std::uint8_t kSymbolTypeFunction = 2;  // STT_FUNC
+constexpr std::uint8_t kOtherCudaEntry = 0x10;   // STO_CUDA_ENTRY
+constexpr std::uint32_t kSectionSymtab = 2;      // SHT_SYMTAB
+constexpr std::uint32_t kSectionNoBits = 8;      // SHT_NOBITS
+
+struct Section {
+  std::string name;
+  std::uint32_t type = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  std::uint32_t link = 0;
+  std::uint64_t entry_size = 0;
+};
+
+class Reader {
+ public:
+  Reader(std::string_view bytes, const std::string& name) : bytes_(bytes), name_(name) {}
+
+  bool has(std::uint64_t offset, std::uint64_t size) const {
+    return offset <= bytes_.size() && size <= bytes_.size() - offset;
+  }
+  template <class T>
+  T read(std::uint64_t offset) const {  // little-endian host assumed (x86-64, aarch64)
+    T value{};
+    std::memcpy(&value, bytes_.data() + offset, sizeof(T));
+    return value;
+  }
+  std::string string_at(const Section& table, std::uint64_t index) const {
+    if (index >= table.size) return {};
+    const char* start = bytes_.data() + table.offset + index;
+    const std::size_t limit = static_cast<std::size_t>(table.size - index);
+    return std::string(start, strnlen(start, limit));
+  }
+  Status error(const std::string& what) const { return usage_error(name_ + ": not a valid cubin: " + what); }
+
+ private:
+  std::string_view bytes_;
+  const std::string& name_;
+};
+
+// The architecture in e_flags: ABI version 7 and before keep sm in bits 0-7 and
+// EF_CUDA_ACCELERATORS in bit 11; version 8 (Blackwell's ptxas) keeps sm in bits 8-15 and
+// "accelerators" in bit 3.
+void decode_flags(std::uint8_t abi_version, std::uint32_t flags, CubinInfo& info) {
+  if (abi_version >= 8) {
+    info.arch = (flags >> 8) & 0xff;
+    info.arch_specific = (flags & 0x8) != 0;
+  } else {
+    info.arch = flags & 0xff;
+    info.arch_specific = (flags & 0x800) != 0;
+  }
+}
+
+}  // namespace
+
+const FunctionResources* CubinInfo::find(std::string_view name) const noexcept {
+  for (const FunctionResources& function : functions)
+    if (function.name == name) return &function;
+  return nullptr;
+}
+
+std::string CubinInfo::target() const { return "sm_" + std::to_string(arch) + (arch_specific ? "a" : ""); }
+
+Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name) {
+  Reader reader(bytes, name);
+  if (bytes.size() < 64 || std::memcmp(bytes.data(), "\x7f" "ELF", 4) != 0) return reader.error("no ELF header");
+  if (bytes[4] != 2 || bytes[5] != 1) return reader.error("not a 64-bit little-endian ELF");
+  if (reader.read<std::uint16_t>(18) != 190) return reader.error("not a CUDA ELF (e_machine is not EM_CUDA)");
+  CubinInfo info;
+  decode_flags(static_cast<std::uint8_t>(bytes[8]), reader.read<std::uint32_t>(48), info);
+
+  const auto section_offset = reader.read<std::uint64_t>(40);
+  const auto section_entry_size = reader.read<std::uint16_t>(58);
+  const auto section_count = reader.read<std::uint16_t>(60);
+  const auto names_index = reader.read<std::uint16_t>(62);
+  if (section_entry_size < 64 || !reader.has(section_offset, std::uint64_t{section_entry_size} * section_count))
+    return reader.error("the section header table runs past the end");
+  if (names_index >= section_count) return reader.error("no section name table");
+  std::vector<Section> sections(section_count);
+  for (std::uint16_t index = 0; index < section_count; ++index) {
+    const std::uint64_t at = section_offset + std::uint64_t{section_entry_size} * index;
+    Section& section = sections[index];
+    section.type = reader.read<std::uint32_t>(at + 4);
+    section.offset = reader.read<std::uint64_t>(at + 24);
+    section.size = reader.read<std::uint64_t>(at + 32);
+    section.link = reader.read<std::uint32_t>(at + 40);
+    section.entry_size = reader.read<std::uint64_t>(at + 56);
+    if (section.type != kSectionNoBits && !reader.has(section.offset, section.size))
+      return reader.error("section " + std::to_string(index) + " runs past the end");
+  }
+  for (std::uint16_t index = 0; index < section_count; ++index) {
+    const std::uint64_t at = section_offset + std::uint64_t{section_entry_size} * index;
+    sections[index].name = reader.string_at(sections[names_index], reader.read<std::uint32_t>(at));
+  }
+
+  // Function symbols, by symbol index.
+  std::map<std::uint32_t, std::size_t> function_of_symbol;
+  for (const Section& section : sections) {
+    if (section.type != kSectionSymtab) continue;
+    if (section.entry_size < 24 || section.link >= sections.size()) return reader.error("a malformed symbol table");
+    const Section& strings = sections[section.link];
+    const std::uint64_t count = section.size / section.entry_size;
+    for (std::uint64_t symbol = 0; symbol < count; ++symbol) {
+      const std::uint64_t at = section.offset + symbol * section.entry_size;
+      const auto info_byte = reader.read<std::uint8_t>(at + 4);
+      if ((info_byte & 0xf) != kSymbolTypeFunction) continue;
+      FunctionResources function;
+      function.name = reader.string_at(strings, reader.read<std::uint32_t>(at));
+      function.entry = (reader.read<std::uint8_t>(at + 5) & kOtherCudaEntry) != 0;
+      function_of_symbol[static_cast<std::uint32_t>(symbol)] = info.functions.size();
+      info.functions.push_back(std::move(function));
+    }
+    break;
+  }
+  auto function_named = [&info](std::string_view function_name) -> FunctionResources* {
+    for (FunctionResources& function : info.functions)
+      if (function.name == function_name) return &function;
+    return nullptr;
+  };
+
+  for (const Section& section : sections) {
+    const std::string_view section_name = section.name;
+    if (starts_with(section_name, ".nv.shared.reserved.")) {
+      info.reserved_shared += static_cast<std::uint32_t>(section.size);
+    } else if (starts_with(section_name, ".nv.shared.")) {
+      if (FunctionResources* function = function_named(section_name.substr(11)))
+        function->static_shared = static_cast<std::uint32_t>(section.size);
+    } else if (starts_with(section_name, ".nv.local.")) {
+      if (FunctionResources* function = function_named(section_name.substr(10)))
+        function->local = static_cast<std::uint32_t>(section.size);
+    } else if (starts_with(section_name, ".nv.constant0.")) {
+      if (FunctionResources* function = function_named(section_name.substr(14)))
+        function->constant0 = static_cast<std::uint32_t>(section.size);
+    }
+    if (section_name != ".nv.info" && !starts_with(section_name, ".nv.info.")) continue;
+    // A per-function list (.nv.info.<name>) holds its MAXREG_COUNT inline.
+    FunctionResources* owner = section_name.size() > 9 ? function_named(section_name.substr(9)) : nullptr;
+    std::uint64_t at = section.offset;
+    const std::uint64_t end = section.offset + section.size;
+    while (at + 4 <= end) {
+      const auto format = reader.read<std::uint8_t>(at);
+      const auto attribute = reader.read<std::uint8_t>(at + 1);
+      const auto value16 = reader.read<std::uint16_t>(at + 2);
+      if (format != kFormatSval) {
+        if (attribute == kAttrMaxRegCount && owner != nullptr) owner->max_registers = value16;
+        at += 4;
+        continue;
+      }
+      const std::uint64_t value_at = at + 4;
+      if (value_at + value16 > end) return reader.error("an attribute runs past the end of " + section.name);
+      at = value_at + value16;
+      if (value16 != 8) continue;
+      const auto symbol = reader.read<std::uint32_t>(value_at);
+      const auto value = reader.read<std::uint32_t>(value_at + 4);
+      auto found = function_of_symbol.find(symbol);
+      if (found == function_of_symbol.end()) continue;
+      FunctionResources& function = info.functions[found->second];
+      switch (attribute) {
+        case kAttrRegCount: function.registers = value; break;
+        case kAttrFrameSize: function.frame_size = value; break;
+        case kAttrMinStackSize: function.min_stack_size = value; break;
+        case kAttrMaxStackSize: function.max_stack_size = value; break;
+        default: break;
+      }
+    }
+  }
+  return info;
+}
+
+Expected<CubinInfo> read_cubin_file(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return usage_error("cannot read " + path.string());
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return read_cubin(bytes, path.string());
+}
+
+}  // namespace taot::workbench

@@ -1,0 +1,106 @@
+// Stage names and reading stage files (zlib for gzip).
+#include "taot/workbench/stages.h"
+
+#include <zlib.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "text_util.h"
+
+namespace taot::workbench {
+
+namespace {
+
+constexpr std::array<Stage, 5> kStages = {Stage::ttir, Stage::ttgir, Stage::llir, Stage::ptx, Stage::sass};
+
+Expected<std::string> read_bytes(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return usage_error("cannot read " + path.string() + ": " + std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) return usage_error("cannot read " + path.string());
+  return bytes;
+}
+
+// gzip (one or more members) to text with zlib's automatic header detection.
+Expected<std::string> gunzip(const std::string& compressed, const std::filesystem::path& path) {
+  z_stream stream{};
+  if (inflateInit2(&stream, 15 + 32) != Z_OK) return usage_error("cannot decompress " + path.string() + ": zlib failed");
+  std::string text;
+  std::array<char, 1 << 16> chunk;
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  int result = Z_OK;
+  while (true) {
+    stream.next_out = reinterpret_cast<Bytef*>(chunk.data());
+    stream.avail_out = static_cast<uInt>(chunk.size());
+    result = inflate(&stream, Z_NO_FLUSH);
+    text.append(chunk.data(), chunk.size() - stream.avail_out);
+    if (result == Z_STREAM_END) {
+      if (stream.avail_in == 0) break;
+      inflateReset(&stream);  // another gzip member follows
+      continue;
+    }
+    if (result != Z_OK) break;
+  }
+  inflateEnd(&stream);
+  if (result != Z_STREAM_END)
+    return usage_error("cannot decompress " + path.string() + ": not gzip data or truncated" +
+                       (stream.msg ? std::string(" (") + stream.msg + ")" : std::string()));
+  return text;
+}
+
+}  // namespace
+
+std::span<const Stage> all_stages() noexcept { return kStages; }
+
+std::string_view stage_name(Stage stage) noexcept {
+  switch (stage) {
+    case Stage::ttir: return "ttir";
+    case Stage::ttgir: return "ttgir";
+    case Stage::llir: return "llir";
+    case Stage::ptx: return "ptx";
+    case Stage::sass: return "sass";
+  }
+  return "?";
+}
+
+std::optional<Stage> stage_from_name(std::string_view name) noexcept {
+  for (Stage stage : kStages)
+    if (stage_name(stage) == name) return stage;
+  return std::nullopt;
+}
+
+std::string stage_names() {
+  std::string names;
+  for (Stage stage : kStages) {
+    if (!names.empty()) names += ", ";
+    names += stage_name(stage);
+  }
+  return names;
+}
+
+std::optional<Stage> stage_of_file(const std::filesystem::path& path) noexcept {
+  std::string name = path.filename().string();
+  if (ends_with(name, ".gz")) name.resize(name.size() - 3);
+  const std::string extension = std::filesystem::path(name).extension().string();
+  if (extension == ".cubin" || extension == ".sass") return Stage::sass;
+  if (extension == ".ll") return Stage::llir;
+  if (extension.size() > 1) return stage_from_name(std::string_view(extension).substr(1));
+  return std::nullopt;
+}
+
+Expected<std::string> read_text_file(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  if (ends_with(name, ".xz"))
+    return usage_error(path.string() + " is xz-compressed (an older taot kept IR so); decompress it with `xz -dk` "
+                                       "or rebuild the library, which keeps IR gzip-compressed");
+  Expected<std::string> bytes = read_bytes(path);
+  if (!bytes.ok() || !ends_with(name, ".gz")) return bytes;
+  return gunzip(*bytes, path);
+}
+
+}  // namespace taot::workbench
