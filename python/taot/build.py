@@ -15,7 +15,7 @@ from pathlib import Path
 import triton
 from triton.compiler.compiler import get_cache_invalidating_env_vars
 
-from . import artifacts
+from . import artifacts, overrides
 from . import jobs as job_module
 from .errors import CompileError, SpecError
 from .fsutil import write_if_changed
@@ -32,6 +32,7 @@ class BuildResult:
     manifest_path: Path
     manifest_changed: bool
     removed_dirs: list = field(default_factory=list)
+    overrides: list = field(default_factory=list)  # (variant id, target) of images taot from-ir rebuilt, kept
 
 
 class Interrupted(KeyboardInterrupt):
@@ -101,13 +102,16 @@ def build(library, outdir, workers=None, progress=None, notice=None, ir=DEFAULT_
             for job in fresh:
                 artifacts.adopt(job.artifact_dir, job.function, library.name, ir)
             changed = write_if_changed(manifest_path, render(build_manifest(library, outdir, hashes)))
+            override_notes, kept = overrides.notes(outdir, planned)  # the manifest points at these
+            for line in override_notes if notice is not None else ():
+                notice(line)
         except KeyboardInterrupt:  # the old manifest may name artifacts replaced since: the next build writes it
             manifest_path.unlink(missing_ok=True)
             raise
         removed = remove_stale_artifacts(outdir, planned, library.name)
     return BuildResult(compiled=len(stale), up_to_date=len(planned) - len(stale),
                        seconds=time.perf_counter() - start, manifest_path=manifest_path,
-                       manifest_changed=changed, removed_dirs=removed)
+                       manifest_changed=changed, removed_dirs=removed, overrides=kept)
 
 
 def _split_stale(planned, outdir, notice):

@@ -3,10 +3,12 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
-from . import artifacts
+from . import artifacts, overrides
 from .expressions import rule_program
 from .model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER, TENSORDESC
+from .targets import Target
 
 SCHEMA = "taot.manifest"
 SCHEMA_VERSION = 2
@@ -158,9 +160,18 @@ def artifact_dir(outdir, variant_id, target_name):
     return Path(outdir) / "artifacts" / variant_id / target_name
 
 
+def image_entry(outdir, variant_id, function, target_name, capability):
+    """One image's entry as a build writes it, read from its folders: for commands that update one
+    image of a written manifest (taot from-ir)."""
+    return _image(outdir, SimpleNamespace(id=variant_id), function, Target(target_name, capability))
+
+
 def _image(outdir, variant, function, target):
     folder = artifact_dir(outdir, variant.id, target.name)
     record = artifacts.read_record(folder)
+    override = overrides.read(outdir, variant.id, target.name)  # rebuilt by taot from-ir: read from there
+    if override is not None:
+        record, folder = override.image_record(folder, record), override.folder
     metadata = json.loads((folder / record["metadata"]["file"]).read_text())
     cubin = (folder / record["cubin"]["file"]).read_bytes()
     num_ctas = metadata["num_ctas"]
@@ -189,4 +200,5 @@ def _image(outdir, variant, function, target):
         "tensordesc_meta": metadata.get("tensordesc_meta") or [],
         "artifacts": {key: relative(folder / name, outdir) for key, name in files.items()},
         **({"ptxas": record["ptxas"]} if record.get("ptxas") else {}),  # what ptxas -v reported
+        **({"override": override.manifest_entry(outdir)} if override is not None else {}),
     }

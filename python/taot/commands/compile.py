@@ -115,7 +115,9 @@ def _summarise(result, seconds, arguments):
         print(json.dumps({"compiled": result.compiled, "up_to_date": result.up_to_date,
                           "seconds": round(seconds, 3), "manifest": str(result.manifest_path),
                           "manifest_changed": result.manifest_changed,
-                          "removed": [str(path) for path in result.removed_dirs]}, indent=2))
+                          "removed": [str(path) for path in result.removed_dirs],
+                          "overrides": [{"variant": variant, "target": target} for variant, target in result.overrides]},
+                         indent=2))
         return
     if arguments.quiet:
         return
