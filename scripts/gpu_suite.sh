@@ -97,6 +97,9 @@ cmake -S "$work/as_written" -B "$work/as_written/build" -G Ninja -DCMAKE_BUILD_T
 (cd tests/kernels_as_written && PYTHONPATH=$work/as_written/build:$PYTHONPATH python3 "$root/tests/gpu/run_python_tests.py" \
   test_as_written_gpu.py 2>&1 | tail -15) || fail "kernels as written tests"
 
+step "the workbench on a GPU: the from-ir loop (JIT with a private cache, edited IR rebuilt into the cache and the library)"
+TAOT_BIN=$taot_bin python3 tests/gpu/run_python_tests.py tests/gpu/python/test_from_ir_tpt.py || fail "from-ir TPT loop"
+
 step "benchmark: MoE layer, taot vs Triton JIT vs torch reference"
 PYTHONPATH=$work/fused_moe/build:$PYTHONPATH python3 bench/moe_layer.py || fail "MoE layer benchmark"
 
