@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    // --help and --version exit 0; a usage error exits 2 (documented in docs/cli.md).
+    // --help and --version exit 0; a usage error exits 2 (docs/workbench.md, "The command").
     return app.exit(error) == 0 ? 0 : 2;
   }
   return chosen ? chosen() : 2;
