@@ -4,7 +4,7 @@ product before filtering). Needs no GPU.
 
     python3 bench/enumeration.py [--before REF] [--timeout SECONDS]
 
-Each measurement runs in a fresh process: `list` is the wall time of `python -m taot.compile SPEC
+Each measurement runs in a fresh process: `list` is the wall time of `python -m taot compile SPEC
 --list` (Python start and the Triton import included), `enumerate` the median of three in-process
 load_spec() calls after a first one, `peak` tracemalloc's peak over one load_spec() call.
 """
@@ -47,7 +47,7 @@ def measure(python_path, spec, timeout):
     env = dict(os.environ, PYTHONPATH=str(python_path))
     start = time.perf_counter()
     try:
-        listed = subprocess.run([sys.executable, "-m", "taot.compile", spec, "--list", "--quiet"], cwd=REPO, env=env,
+        listed = subprocess.run([sys.executable, "-m", "taot", "compile", spec, "--list", "--quiet"], cwd=REPO, env=env,
                                 capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"--list did not finish in {timeout} s"}

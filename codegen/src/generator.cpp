@@ -430,8 +430,8 @@ class Renderer {
         {"grid_description",
          kernel.has_grid ? comment_text(fmt::format("the grid ({}, {}, {})", kernel.grid_text[0], kernel.grid_text[1],
                                                     kernel.grid_text[2]))
-                         : std::string("the grid each launch gives (the kernel has no grid of its own: launch it with "
-                                       "a taot::Grid)")},
+                         : std::string("the grid each launch gives (the kernel has no grid of its own: launch "
+                                       "with a taot::Grid in C++, taot_launch_ex with a grid in C)")},
         {"grid_x_literal", kernel.has_grid ? c_string_literal(kernel.grid_text[0]) : std::string("nullptr")},
         {"grid_y_literal", kernel.has_grid ? c_string_literal(kernel.grid_text[1]) : std::string("nullptr")},
         {"grid_z_literal", kernel.has_grid ? c_string_literal(kernel.grid_text[2]) : std::string("nullptr")},

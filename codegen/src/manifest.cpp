@@ -169,8 +169,8 @@ class ManifestParser {
       return;
     }
     if (is_reserved_kernel_name(name)) {
-      reader_.fail(path, fmt::format("\"{}\" is reserved in a generated library (preload, unload, detail, std, taot "
-                                     "and CUstream are)",
+      reader_.fail(path, fmt::format("\"{}\" is reserved in a generated library (preload, unload, library, detail, "
+                                     "std, taot and CUstream are)",
                                      name));
       return;
     }

@@ -15,9 +15,10 @@ Kernel* Library::find(std::string_view name) const noexcept {
 }
 
 Status Library::preload() const {
+  Status first_error;
   for (std::size_t k = 0; k < kernel_count_; ++k)
-    if (Status status = kernels_[k]->preload(); !status.ok()) return status;
-  return Status();
+    if (Status status = kernels_[k]->preload(); !status.ok() && first_error.ok()) first_error = std::move(status);
+  return first_error;
 }
 
 Status Library::unload() const {

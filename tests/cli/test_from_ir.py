@@ -189,6 +189,22 @@ def test_ttgir_with_more_warps_becomes_the_override_until_dropped(project, run_t
     assert twice.returncode == 1 and "has no override" in twice.stderr
 
 
+def test_drop_repairs_a_library_whose_override_folder_was_deleted(project, run_taot):
+    lib = project / "lib"
+    vid = variant_id(lib, 128, 0)
+    compiled = image(lib, vid)
+    edited = project / "w8.ttgir"
+    text = edit(compiled_stage(lib, vid, "ttgir"), '"ttg.num-warps" = 4', '"ttg.num-warps" = 8', count=1)
+    edited.write_text(edit(text, "warpsPerCTA = [4]", "warpsPerCTA = [8]"))
+    assert from_ir(run_taot, "w8.ttgir", "--variant", vid, "-o", "lib", cwd=project).returncode == 0
+    shutil.rmtree(lib / "overrides")
+    repaired = from_ir(run_taot, "--drop", "--variant", vid, "-o", "lib", cwd=project)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "whose folder is gone" in repaired.stderr
+    assert image(lib, vid) == compiled
+    assert registry_row(lib, vid).endswith("nullptr, nullptr}")
+
+
 def test_ttgir_with_an_op_removed(project, run_taot):
     lib = project / "lib"
     vid = variant_id(lib, 256, 16)

@@ -220,7 +220,7 @@ def test_no_wait_fails_naming_the_build_that_holds_the_folder(project, taot_bin,
     assert f"error: out is being built by pid {first.pid} on " in refused_by_build.stderr
     assert refused.returncode == 1
     assert re.search(rf"^error: out is being built by pid {first.pid} on \S+ since [0-9-]+ [0-9:]+: "
-                     r"\S*taot build scale.toml -o out -j 1; wait for it or drop --no-wait$", refused.stderr,
+                     r".*taot build scale.toml -o out -j 1; wait for it or drop --no-wait$", refused.stderr,
                      re.MULTILINE), refused.stderr
 
 

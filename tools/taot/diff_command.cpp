@@ -52,6 +52,10 @@ Expected<VariantReference> parse_reference(const std::string& operand) {
     return wb::usage_error(fmt::format("{} is a library folder: name a variant of it as {}:VARIANT, or give the "
                                        "library then two variants (taot diff LIB VARIANT_A VARIANT_B)",
                                        operand, operand));
+  if (fs::exists(operand, error))
+    return wb::usage_error(fmt::format("{} is no stage file (.ttir, .ttgir, .llir, .ptx, .cubin, or .gz of those) and "
+                                       "names no variant: give two stage files, LIB:VARIANT twice, or LIB VARIANT_A "
+                                       "VARIANT_B", operand));
   return wb::usage_error(fmt::format("{} does not exist (give two stage files, LIB:VARIANT twice, or LIB VARIANT_A "
                                      "VARIANT_B)", operand));
 }
@@ -120,7 +124,8 @@ Runner declare_diff(CLI::App& command) {
   command.add_option("-t,--target", options->target, "The target whose images to compare (default: the first variant's first)");
   command.add_option("-s,--stage", options->stage,
                      "Also diff this stage line by line and count its ops: ttir, ttgir, llir, ptx or sass "
-                     "(default: op counts of ttgir, no line diff)");
+                     "(default: op counts of ttgir, no line diff)")
+      ->check(CLI::IsMember({"ttir", "ttgir", "llir", "ptx", "sass"}));
   command.add_option("-U,--context", options->context, "Lines of context around each change")->capture_default_str();
   command.add_flag("--keep-locations", options->keep_locations,
                    "Diff the texts as they are (by default source locations and SASS addresses are dropped first)");

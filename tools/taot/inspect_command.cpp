@@ -103,7 +103,8 @@ Runner declare_inspect(CLI::App& command) {
   command.add_option("-w,--where", options->where, "Only variants whose config field has this value: FIELD=VALUE (repeatable; all must hold)");
   command.add_option("-t,--target", options->targets, "Only images for this target, e.g. sm_90 (repeatable)");
   command.add_option("-v,--variant", options->variants, "Only this variant: its id, or _-separated parts of exactly one id such as BS256_w4 (repeatable)");
-  command.add_option("-s,--stage", options->stage, "Print one image's stage: ttir, ttgir, llir, ptx or sass, with the kernel's source lines");
+  command.add_option("-s,--stage", options->stage, "Print one image's stage: ttir, ttgir, llir, ptx or sass, with the kernel's source lines")
+      ->check(CLI::IsMember({"ttir", "ttgir", "llir", "ptx", "sass"}));
   command.add_flag("--no-source", options->no_source, "With --stage: the stage text alone, without source lines");
   command.add_flag("--ops", options->ops, "With --stage: count the stage's operations instead of printing it");
   command.add_flag("--json", options->json, "Print JSON instead of a table");

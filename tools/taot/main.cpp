@@ -3,7 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "commands.h"
 
@@ -37,14 +39,14 @@ int main(int argc, char** argv) {
       subcommand->callback([runner = command.declare(*subcommand), &chosen] { chosen = runner; });
       continue;
     }
-    // The front end parses everything after the name, --help included.
+    // Listed for `taot --help`; handed over to the front end before parsing (above).
     subcommand->prefix_command();
-    subcommand->set_help_flag();
-    subcommand->callback([subcommand, name = std::string(command.name), &chosen] {
-      chosen = [arguments = subcommand->remaining(), name] { return taot::tool::run_front_end(name, arguments); };
-    });
   }
   if (is_unknown_command(argc, argv)) return 2;
+  // A front-end command gets everything after its name untouched (`--`, `--help` and all).
+  for (const taot::tool::Command& command : taot::tool::commands())
+    if (command.declare == nullptr && argc >= 2 && std::string_view(argv[1]) == command.name)
+      return taot::tool::run_front_end(command.name, std::vector<std::string>(argv + 2, argv + argc));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -37,7 +37,8 @@ struct Section {
   std::string name;
   std::uint32_t type = 0;
   std::uint64_t offset = 0;
-  std::uint64_t size = 0;
+  std::uint64_t size = 0;       // in memory (a NOBITS section's, such as .nv.shared.*, says how much)
+  std::uint64_t file_size = 0;  // bytes in the file, which readers may touch: 0 for NOBITS
   std::uint32_t link = 0;
   std::uint64_t entry_size = 0;
 };
@@ -56,9 +57,9 @@ class Reader {
     return value;
   }
   std::string string_at(const Section& table, std::uint64_t index) const {
-    if (index >= table.size) return {};
+    if (index >= table.file_size) return {};
     const char* start = bytes_.data() + table.offset + index;
-    const std::size_t limit = static_cast<std::size_t>(table.size - index);
+    const std::size_t limit = static_cast<std::size_t>(table.file_size - index);
     return std::string(start, strnlen(start, limit));
   }
   Status error(const std::string& what) const { return usage_error(name_ + ": not a valid cubin: " + what); }
@@ -115,7 +116,8 @@ Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name) 
     section.size = reader.read<std::uint64_t>(at + 32);
     section.link = reader.read<std::uint32_t>(at + 40);
     section.entry_size = reader.read<std::uint64_t>(at + 56);
-    if (section.type != kSectionNoBits && !reader.has(section.offset, section.size))
+    section.file_size = section.type == kSectionNoBits ? 0 : section.size;
+    if (section.file_size > 0 && !reader.has(section.offset, section.file_size))
       return reader.error("section " + std::to_string(index) + " runs past the end");
   }
   for (std::uint16_t index = 0; index < section_count; ++index) {
@@ -129,7 +131,7 @@ Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name) 
     if (section.type != kSectionSymtab) continue;
     if (section.entry_size < 24 || section.link >= sections.size()) return reader.error("a malformed symbol table");
     const Section& strings = sections[section.link];
-    const std::uint64_t count = section.size / section.entry_size;
+    const std::uint64_t count = section.file_size / section.entry_size;
     for (std::uint64_t symbol = 0; symbol < count; ++symbol) {
       const std::uint64_t at = section.offset + symbol * section.entry_size;
       const auto info_byte = reader.read<std::uint8_t>(at + 4);
@@ -166,7 +168,7 @@ Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name) 
     // A per-function list (.nv.info.<name>) holds its MAXREG_COUNT inline.
     FunctionResources* owner = section_name.size() > 9 ? function_named(section_name.substr(9)) : nullptr;
     std::uint64_t at = section.offset;
-    const std::uint64_t end = section.offset + section.size;
+    const std::uint64_t end = section.offset + section.file_size;
     while (at + 4 <= end) {
       const auto format = reader.read<std::uint8_t>(at);
       const auto attribute = reader.read<std::uint8_t>(at + 1);

@@ -40,6 +40,7 @@ def taot_binary():
 def run(arguments):
     if arguments.list:
         return compile_command.run(arguments)
+    taot_binary()  # before any work: a missing `taot` for the gen step is said first
     steps = 3 if arguments.build_library else 2
     say = (lambda line: None) if arguments.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     output = Path(arguments.output)

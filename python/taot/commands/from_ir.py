@@ -62,6 +62,9 @@ def check(parser, arguments):
 def run(arguments):
     quiet = arguments.quiet or arguments.json
     say = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    if not (arguments.triton_cache or arguments.override_dir):
+        from .build import taot_binary
+        taot_binary()  # the library is regenerated: a missing `taot` is said before anything changes
     if arguments.drop:
         result = _drop(arguments, say)
     elif arguments.triton_cache:
@@ -114,6 +117,10 @@ def _drop(arguments, say):
                 return {"variant": arguments.variant, "dropped": stage}
             raise
         stage = overrides.drop(outdir, located.variant_id, located.target)
+        if stage is None and "override" in located.image:  # its folder went away: repair the manifest
+            stage = located.image["override"].get("stage", "unknown")
+            say(f"{located.label}: the manifest names a {stage} override whose folder is gone; restoring the "
+                "compiled kernel")
         if stage is None:
             raise TaotError(f"{located.label} has no override in {outdir} (taot from-ir makes one)")
         manifest_changed = overrides.refresh_manifest(outdir, located)

@@ -66,7 +66,8 @@ def _library_name(folder_name):
 def run(arguments):
     from ..cache_import import import_cache, select_entries
     from ..triton_cache import CacheProblem, read_cache
-    from .build import run_gen
+    from .build import run_gen, taot_binary
+    taot_binary()  # before any work: a missing `taot` for the gen step is said first
 
     say = (lambda line: None) if arguments.quiet or arguments.json else \
         (lambda line: print(line, file=sys.stderr, flush=True))

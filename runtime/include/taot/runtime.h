@@ -386,7 +386,8 @@ class Library {
   Kernel& kernel(std::size_t index) const noexcept { return *kernels_[index]; }
   // The kernel named `name`, or null.
   Kernel* find(std::string_view name) const noexcept;
-  // Loads every kernel's modules for the current context's device; stops at the first error.
+  // Loads every kernel's modules for the current context's device; tries every kernel (one this
+  // device cannot run does not keep the others from loading) and returns the first error.
   Status preload() const;
   // Unloads every kernel's modules from the current context (no launch of them may run meanwhile);
   // tries every kernel and returns the first error.

@@ -1,6 +1,8 @@
 // The cubin reader: .nv.info attributes, section sizes, the architecture, and damaged input.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "fake_cubin.h"
 #include "taot/workbench/cubin.h"
 
@@ -84,6 +86,28 @@ TEST(Cubin, AnAttributeRunningPastItsSectionIsAnError) {
   Expected<CubinInfo> read = read_cubin(cubin, "bad.cubin");
   ASSERT_FALSE(read.ok());
   EXPECT_NE(read.status().message().find("runs past the end of .nv.info"), std::string::npos) << read.status().message();
+}
+
+TEST(Cubin, ASectionThatClaimsNoFileBytesIsNeverRead) {
+  // Every section header made NOBITS with an offset far past the end (the name table and the
+  // symbol table included): the reader must not touch their bytes, whatever it concludes.
+  std::string cubin = fake_cubin({FakeFunction{.name = "k", .registers = 3}});
+  std::uint64_t table = 0;
+  std::uint16_t entry_size = 0, count = 0;
+  std::memcpy(&table, cubin.data() + 40, 8);
+  std::memcpy(&entry_size, cubin.data() + 58, 2);
+  std::memcpy(&count, cubin.data() + 60, 2);
+  for (std::uint16_t index = 0; index < count; ++index) {
+    const std::size_t at = table + std::size_t{entry_size} * index;
+    const std::uint32_t nobits = 8;
+    const std::uint64_t far = std::uint64_t{1} << 40;
+    std::memcpy(cubin.data() + at + 4, &nobits, 4);
+    std::memcpy(cubin.data() + at + 24, &far, 8);
+  }
+  Expected<CubinInfo> read = read_cubin(cubin, "nobits.cubin");
+  if (read.ok()) {
+    EXPECT_TRUE(read->functions.empty());  // no symbol table left to name them
+  }
 }
 
 }  // namespace
