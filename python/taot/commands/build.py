@@ -43,12 +43,13 @@ def run(arguments):
     taot_binary()  # before any work: a missing `taot` for the gen step is said first
     steps = 3 if arguments.build_library else 2
     say = (lambda line: None) if arguments.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    output = Path(arguments.output)
+    library = compile_command.load(arguments)
+    output = compile_command.output_folder(library, arguments)
     with OutputLock(output, wait=not arguments.no_wait, notice=say) as lock:
         os.environ[HELD_BY_PARENT] = str(lock.path)
         try:
             say(f"[1/{steps}] taot compile {arguments.spec} -> {output}")
-            code = compile_command.run(arguments)
+            code = compile_command.run(arguments, library)
             if code != 0:
                 return code
             say(f"[2/{steps}] taot gen {output / 'manifest.json'} -> {output}")

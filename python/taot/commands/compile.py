@@ -21,12 +21,36 @@ def positive_int(text):
     return value
 
 
+def jobs_count(text):
+    """-j N: a whole number, 0 meaning every core."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number (0: all cores), got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 (all cores) or more, got {value}")
+    return value or os.cpu_count() or 1
+
+
+# Where a library goes when no -o is given: DEFAULT_OUTPUT/<library name>, under the current folder.
+DEFAULT_OUTPUT = "taot-out"
+
+
+def output_folder(library, arguments):
+    """-o, or DEFAULT_OUTPUT/<library name>; stores the choice in `arguments`."""
+    if not arguments.output:
+        arguments.output = str(Path(DEFAULT_OUTPUT) / library.name)
+    return Path(arguments.output)
+
+
 def add_arguments(parser):
     """The compile options; `taot build` takes them too."""
     parser.add_argument("spec", help="the spec file (.toml, or .py defining taot_spec())")
-    parser.add_argument("-o", "--output", metavar="OUTDIR", help="output folder for manifest.json and artifacts/")
-    parser.add_argument("-j", "--jobs", type=positive_int, metavar="N", default=os.cpu_count() or 1,
-                        help="parallel compile workers (default: %(default)s, the CPU count)")
+    parser.add_argument("-o", "--output", metavar="OUTDIR",
+                        help=f"output folder for manifest.json and artifacts/ (default: {DEFAULT_OUTPUT}/LIBRARY, "
+                             "LIBRARY being the spec's library name)")
+    parser.add_argument("-j", "--jobs", type=jobs_count, metavar="N", default=0,
+                        help=f"parallel compile workers (default and 0: all cores, {os.cpu_count() or 1} here)")
     parser.add_argument("--target", action="extend", nargs="+", metavar="TARGET", dest="targets",
                         help="compile for these targets instead of the spec's (e.g. --target sm_90 sm_80)")
     parser.add_argument("--list", action="store_true", help="print the variant ids and exit without compiling")
@@ -43,17 +67,17 @@ def add_arguments(parser):
 
 def check(parser, arguments):
     """Usage errors the parser cannot see alone (exit 2)."""
-    if not arguments.list and not arguments.output:
-        parser.error("-o OUTDIR is required (unless --list)")
     if arguments.targets:
         arguments.targets = [name for value in arguments.targets for name in value.split(",") if name]
 
 
-def run(arguments):
+def run(arguments, library=None):
+    """`library`: the spec already loaded (taot build loads it first, to know its output folder)."""
     start = time.perf_counter()
-    library = load(arguments)
+    library = library or load(arguments)
     if arguments.list:
         return _list(library, arguments)
+    output_folder(library, arguments)
     result = compile_library(library, arguments)
     _summarise(result, time.perf_counter() - start, arguments)
     return 0

@@ -1,0 +1,65 @@
+"""The taot command line as a user meets it: the command table, unknown commands and options, exit
+codes (0, 1 errors, 2 usage), the default output folder, -j 0, arguments handed to the front end
+untouched, and a missing C++ taot said before any work."""
+import os
+import subprocess
+import sys
+
+from test_trusted_builds import write_project
+
+
+def test_unknown_command_is_named_with_the_commands_there_are(run_taot):
+    result = run_taot("bulid", "x.toml")
+    assert result.returncode == 2
+    assert "taot: unknown command 'bulid'" in result.stderr
+    for command in ("build", "compile", "gen", "inspect", "diff", "passes", "from-ir", "import-cache"):
+        assert command in result.stderr
+
+
+def test_help_lists_every_command_and_exits_0(run_taot):
+    result = run_taot("--help")
+    assert result.returncode == 0
+    for command in ("build", "compile", "gen", "inspect", "diff", "passes", "from-ir", "import-cache"):
+        assert f"  {command} " in result.stdout
+
+
+def test_usage_errors_exit_2_naming_the_option(run_taot, tmp_path):
+    assert run_taot("gen").returncode == 2
+    unknown = run_taot("compile", "x.toml", "--frobnicate")
+    assert unknown.returncode == 2 and "--frobnicate" in unknown.stderr
+    negative = run_taot("compile", "x.toml", "-j", "-1")
+    assert negative.returncode == 2 and "expected 0 (all cores) or more, got -1" in negative.stderr
+    stage = run_taot("inspect", tmp_path, "--stage", "asm")
+    assert stage.returncode == 2 and "asm" in stage.stderr
+
+
+def test_build_without_output_writes_the_documented_default(run_taot, tmp_path):
+    write_project(tmp_path)
+    result = run_taot("build", "scale.toml", "-j", "0", "-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "taot-out" / "scale"
+    assert (out / "manifest.json").is_file() and (out / "scale.h").is_file()
+    listed = run_taot("build", "scale.toml", "--list", cwd=tmp_path / "taot-out")
+    assert listed.returncode == 1 and "scale.toml" in listed.stderr  # the spec is looked up where given
+    listed = run_taot("build", "scale.toml", "--list", cwd=tmp_path)
+    assert listed.returncode == 0 and "6 variants" in listed.stdout
+
+
+def test_front_end_commands_get_their_arguments_untouched(run_taot, tmp_path):
+    result = run_taot("passes", "--", tmp_path / "missing.ttir")
+    assert result.returncode == 1
+    assert "missing.ttir" in result.stderr
+    helped = run_taot("passes", "--help")
+    assert helped.returncode == 0 and "usage: taot passes" in helped.stdout
+
+
+def test_a_missing_cpp_taot_is_said_before_any_compile(tmp_path):
+    write_project(tmp_path)
+    environment = {**os.environ, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(os.path.join(os.path.dirname(__file__),
+                                                                                       "..", "..", "python"))}
+    environment.pop("TAOT_BIN", None)
+    result = subprocess.run([sys.executable, "-m", "taot", "build", "scale.toml", "-o", "out"], cwd=tmp_path,
+                            env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert "cannot find the taot command" in result.stderr
+    assert not (tmp_path / "out").exists()
