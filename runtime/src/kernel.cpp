@@ -13,6 +13,7 @@
 #include "grid.h"
 #include "kernel_state.h"
 #include "module_cache.h"
+#include "observer.h"
 #include "scratch.h"
 #include "tensordesc.h"
 #include "taot/driver_api.h"
@@ -326,10 +327,12 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
   }
 
   std::size_t selected = 0;
+  Step rule_step = Step::fallback;  // the step that chose, for kernels with rules (observers are told)
   if (index.has_rules()) {
     Expected<Choice> chosen = (*state)->choose(args, arg_count, selection, device);
     if (!chosen.ok()) return std::move(chosen).take_status();
     selected = chosen->variant;
+    rule_step = chosen->step;
   } else {
     const std::int64_t memoized = index.memoized(args, arg_count, selection, device);
     selected = static_cast<std::size_t>(memoized);
@@ -438,6 +441,22 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
     config.numAttrs = target.attribute_count;
     return api->cuLaunchKernelEx(&config, target.function, params, nullptr);
   };
+  // The observer, if any (one atomic load on the way): told before and after the launch call.
+  const taot_launch_observer* observer = detail::current_launch_observer();
+  taot_launch_info info;
+  if (observer != nullptr) {
+    const Step step = index.has_rules()         ? rule_step
+                      : selection.is_variant()  ? Step::variant
+                      : selection.fields()      ? Step::config
+                                                : Step::fallback;
+    info = taot_launch_info{table_->library, table_->name, variant.id, selected, static_cast<taot_step>(step),
+                            {grid_x, grid_y, grid_z}, stream, args, arg_count};
+    if (observer->begin != nullptr) observer->begin(&info, observer->user);
+  }
+  const auto observed = [&](Status status) {
+    if (observer != nullptr && observer->end != nullptr) observer->end(&info, status.code(), observer->user);
+    return status;
+  };
   CUresult result = launch_with(*function);
   if (detail::may_be_stale_context(result)) {
     // The function may belong to a destroyed context that a new one replaced at the same address:
@@ -445,15 +464,17 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
     Expected<detail::ContextRef> fresh = detail::current_context(*api);
     if (fresh.ok() && fresh->id != function->context_id) {
       Expected<detail::LoadedFunction*> reloaded = detail::function_for(*api, **state, *table_, selected, *fresh);
-      if (!reloaded.ok()) return std::move(reloaded).take_status();
+      if (!reloaded.ok()) return observed(std::move(reloaded).take_status());
       if (image.global_scratch_size > 0 || image.profile_scratch_size > 0)
-        return launch_on(stream, args, arg_count, selection, given_grid);  // scratch of the new context
+        return observed(launch_on(stream, args, arg_count, selection, given_grid));  // scratch of the new context
       result = launch_with(**reloaded);
     }
   }
   if (result != CUDA_SUCCESS)
-    return driver::call_error(*api, function->attribute_count > 0 ? "cuLaunchKernelEx" : "cuLaunchKernel", result)
-        .with_context(detail::variant_name(index, variant));
+    return observed(
+        driver::call_error(*api, function->attribute_count > 0 ? "cuLaunchKernelEx" : "cuLaunchKernel", result)
+            .with_context(detail::variant_name(index, variant)));
+  if (observer != nullptr && observer->end != nullptr) observer->end(&info, TAOT_OK, observer->user);
   return Status();
 }
 

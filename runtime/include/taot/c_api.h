@@ -204,6 +204,35 @@ size_t taot_kernel_image_count(const taot_kernel* kernel, size_t variant_index);
 taot_status taot_kernel_image(const taot_kernel* kernel, size_t variant_index, size_t image_index,
                               taot_image_info* info);
 
+/* A launch as an observer sees it (taot_set_launch_observer): the kernel, the variant chosen, the
+ * step that chose it, the grid in programs, the stream and the call's arguments. Valid only during
+ * the callback. */
+typedef struct taot_launch_info {
+  const char* library;
+  const char* kernel;
+  const char* variant_id;
+  size_t variant_index;
+  taot_step step;
+  int64_t grid[3];
+  CUstream stream;
+  const taot_arg* args;
+  size_t arg_count;
+} taot_launch_info;
+
+/* Callbacks around every launch that reaches the driver, on the launching thread: `begin` just
+ * before the launch call, `end` just after it with its status. Pairs nest when a callback launches
+ * (or a launch is retried in a re-created context). Either may be NULL. */
+typedef struct taot_launch_observer {
+  void (*begin)(const taot_launch_info* launch, void* user);
+  void (*end)(const taot_launch_info* launch, taot_status status, void* user);
+  void* user;
+} taot_launch_observer;
+
+/* Installs `observer` (copied; NULL removes it) for launches that start after the call, on every
+ * thread. With none installed a launch pays one atomic load and a branch. Thread-safe; an
+ * observer being replaced may still see launches that started before. */
+void taot_set_launch_observer(const taot_launch_observer* observer);
+
 /* Introspection. Returned strings are owned by the library and live as long as the process. */
 const char* taot_kernel_name(const taot_kernel* kernel);
 size_t taot_kernel_arg_count(const taot_kernel* kernel);

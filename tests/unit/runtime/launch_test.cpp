@@ -90,6 +90,53 @@ TEST_F(LaunchTest, AKernelWithNoGridOfItsOwnLaunchesOnTheGridGivenAndRefusesNone
   EXPECT_EQ(fake.launches()[0].grid[1], 2u);
 }
 
+// What an observer saw: one line per callback.
+std::vector<std::string> observed_calls;
+
+void observe_begin(const taot_launch_info* launch, void* user) {
+  observed_calls.push_back(std::string(static_cast<const char*>(user)) + " begin " + launch->library + "::" +
+                           launch->kernel + " " + launch->variant_id + " #" + std::to_string(launch->variant_index) +
+                           " " + taot_step_name(launch->step) + " grid " + std::to_string(launch->grid[0]) + "," +
+                           std::to_string(launch->grid[1]) + "," + std::to_string(launch->grid[2]) + " args " +
+                           std::to_string(launch->arg_count));
+}
+
+void observe_end(const taot_launch_info* launch, taot_status status, void*) {
+  observed_calls.push_back(std::string("end ") + launch->kernel + " " + taot_status_name(status));
+}
+
+TEST_F(LaunchTest, AnObserverSeesEveryLaunchThatReachesTheDriverAndNothingOnceRemoved) {
+  fake.make_current(fake.add_context(90));
+  observed_calls.clear();
+  static char tag[] = "observer";
+  const taot_launch_observer observer{observe_begin, observe_end, tag};
+  taot_set_launch_observer(&observer);
+  auto args = add_args(5000);
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size()).ok());
+  FieldRequest fields[2] = {request(std::optional<std::int64_t>(256)), request(std::optional<std::int64_t>(8))};
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size(), Selection::config(fields)).ok());
+  auto empty = add_args(0);
+  ASSERT_TRUE(kernel.launch(nullptr, empty.data(), empty.size()).ok());  // an empty grid launches nothing
+  fake.launch_result = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  EXPECT_FALSE(kernel.launch(nullptr, args.data(), args.size()).ok());
+  fake.launch_result = CUDA_SUCCESS;
+  taot_set_launch_observer(nullptr);
+  ASSERT_TRUE(kernel.launch(nullptr, args.data(), args.size()).ok());
+
+  ASSERT_EQ(observed_calls.size(), 6u);
+  EXPECT_EQ(observed_calls[1], "end add_kernel TAOT_OK");
+  EXPECT_NE(observed_calls[0].find("observer begin testlib::add_kernel "), std::string::npos) << observed_calls[0];
+  EXPECT_NE(observed_calls[0].find(" default grid 5,1,1 args 4"), std::string::npos) << observed_calls[0];
+  bool names_a_variant = false;  // the id and index of a variant of the table, as launched
+  for (std::size_t v = 0; v < table.kernel.variant_count; ++v)
+    names_a_variant |= observed_calls[0].find(std::string(" ") + table.kernel.variants[v].id + " #" +
+                                              std::to_string(v) + " ") != std::string::npos;
+  EXPECT_TRUE(names_a_variant) << observed_calls[0];
+  EXPECT_NE(observed_calls[2].find(" config grid 20,1,1 args 4"), std::string::npos) << observed_calls[2];
+  EXPECT_EQ(observed_calls[5], "end add_kernel TAOT_CUDA_ERROR");
+  EXPECT_EQ(fake.launches().size(), 4u);
+}
+
 TEST_F(LaunchTest, PicksCubinByComputeCapability) {
   CUcontext ampere = fake.add_context(86);  // runs the portable sm_80 cubin
   CUcontext hopper = fake.add_context(90);
