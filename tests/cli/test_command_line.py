@@ -29,8 +29,9 @@ def test_usage_errors_exit_2_naming_the_option(run_taot, tmp_path):
     assert unknown.returncode == 2 and "--frobnicate" in unknown.stderr
     negative = run_taot("compile", "x.toml", "-j", "-1")
     assert negative.returncode == 2 and "expected 0 (all cores) or more, got -1" in negative.stderr
-    stage = run_taot("inspect", tmp_path, "--stage", "asm")
-    assert stage.returncode == 2 and "asm" in stage.stderr
+    for command in ("inspect", "diff"):
+        stage = run_taot(command, tmp_path, "a", "--stage", "asm")
+        assert stage.returncode == 2 and "--stage: asm not in {ttir,ttgir,llir,ptx,sass}" in stage.stderr
 
 
 def test_build_without_output_writes_the_documented_default(run_taot, tmp_path):

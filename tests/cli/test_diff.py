@@ -114,7 +114,6 @@ def test_two_cubins_compare_resources_and_sass(run_taot, library, manifest):
     (["{lib}", "{lib}/manifest.json"], "is a library folder: name a variant of it as"),
     (["{lib}:B1024_w4_r32", "{root}/absent"], "absent does not exist"),
     (["{ttgir}", "{ptx}"], "is ttgir and"),
-    (["{lib}", "B1024_w4_r32", "B8192_w4_r32", "--stage", "mlir"], "no stage 'mlir'"),
 ])
 def test_errors_name_the_problem(run_taot, library, manifest, args, named):
     _, image = image_of(manifest, "B1024_w4_r32", "sm_90")

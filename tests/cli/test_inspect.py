@@ -117,7 +117,6 @@ def test_filters_choose_images(run_taot, library):
     (["--variant", "B99"], "no variant 'B99'"),
     (["--variant", "w4"], "'w4' names 4 variants"),
     (["--stage", "ttgir"], "--stage shows one image, and 8 of 8 match"),
-    (["--stage", "mlir", "--variant", "B1024_w4_r32"], "no stage 'mlir' (stages: ttir, ttgir, llir, ptx, sass)"),
 ])
 def test_errors_name_the_problem_and_what_exists(run_taot, library, args, named):
     result = run_taot("inspect", library, *args)
