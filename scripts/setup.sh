@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what taot needs on a fresh Debian 12 machine with the CUDA toolkit: build tools and
-# libraries from Debian, Triton 3.6.0, pytest and nanobind from PyPI. Safe to run again.
+# libraries from Debian, Triton 3.6.0, pytest, nanobind and matplotlib (bench plots) from PyPI. Safe to run again.
 set -euo pipefail
 
 # clang and libclang-rt-dev (its sanitizer and libFuzzer runtimes) are for scripts/sanitize.sh fuzz.
@@ -19,9 +19,9 @@ if ((${#missing[@]})); then
 fi
 
 if ! python3 -c 'import triton, sys; sys.exit(triton.__version__ != "3.6.0")' 2>/dev/null \
-   || ! python3 -c 'import pytest, nanobind' 2>/dev/null; then
-  echo "setup: installing triton==3.6.0, pytest and nanobind" >&2
-  python3 -m pip install -q "triton==3.6.0" pytest nanobind
+   || ! python3 -c 'import pytest, nanobind, matplotlib' 2>/dev/null; then
+  echo "setup: installing triton==3.6.0, pytest, nanobind and matplotlib" >&2
+  python3 -m pip install -q "triton==3.6.0" pytest nanobind matplotlib
 fi
 
 cuda_header=""

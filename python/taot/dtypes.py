@@ -4,6 +4,13 @@
 DTYPES = ("fp32", "fp16", "bf16", "fp64", "fp8e4nv", "fp8e5",
           "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "i1")
 
+# The attribute of the torch module that is each dtype (str(torch.bfloat16) == "torch.bfloat16"), as
+# runtime/include/taot/dtype_list.h lists them.
+TORCH_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64",
+               "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2", "i8": "int8", "i16": "int16",
+               "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32",
+               "u64": "uint64", "i1": "bool"}
+
 # Scalar (by-value) argument types, grouped by the manifest's argument kind.
 SCALAR_KINDS = {"i32": "int", "i64": "int", "fp32": "float", "fp64": "float", "i1": "bool"}
 SCALAR_ALIASES = {"bool": "i1"}

@@ -23,6 +23,11 @@ class SpecError(TaotError):
         return f"{where}: expected {self.expected}, got {self.got}"
 
 
+class BenchFileError(SpecError):
+    """A problem in a bench file (docs/bench-file.md) or in a bench results file read back: which file,
+    which name or key in it, what was expected and what was found."""
+
+
 class CompileError(TaotError):
     """One or more (variant, target) jobs failed in Triton; each failure is (variant id, target, text)."""
 

@@ -40,3 +40,7 @@ def test_front_end_dtype_names_equal_the_runtime_list():
     names = [row[1] for row in header_rows()]
     assert set(dtypes.DTYPES) == set(names)
     assert len(dtypes.DTYPES) == len(set(dtypes.DTYPES))
+
+
+def test_front_end_torch_names_equal_the_runtime_list():
+    assert dtypes.TORCH_NAMES == {row[1]: row[7] for row in header_rows()}
