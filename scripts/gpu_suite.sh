@@ -65,7 +65,7 @@ step "GPU tests (ctest -L gpu)"
 step "Python module tests (vector_add through the generated module, with torch)"
 module_dir=$work/cmake/generated/vector_add
 PYTHONPATH=$module_dir:$PYTHONPATH python3 tests/gpu/run_python_tests.py tests/gpu/python/test_vector_add_module.py \
-  || fail "Python module tests"
+  tests/gpu/python/test_timing_module.py || fail "Python module tests"
 
 step "fused MoE: taot build with the Python module"
 "$taot_bin" build examples/fused_moe/fused_moe.toml -o "$work/fused_moe" -j "$jobs" --python --quiet || fail "taot build fused_moe"

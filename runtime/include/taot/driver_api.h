@@ -34,13 +34,33 @@ namespace taot::driver {
 //  cuCtxGetId (CUDA 12.0) tells a new context from a destroyed one at the same address;
 //  cuLaunchKernelEx (12.0) launches clusters, cooperative grids and PDL kernels;
 //  cuMemAllocAsync/cuMemFreeAsync (11.2) hold scratch buffers, stream-ordered;
-//  cuTensorMapEncodeTiled (12.0) builds the TMA maps of host-side tensor descriptors.
+//  cuTensorMapEncodeTiled (12.0) builds the TMA maps of host-side tensor descriptors;
+//  the rest time launches (taot/timing.h): events, the L2 flush buffer and its memset, a private
+//  stream and CUDA graphs. cuEventElapsedTime_v2 is CUDA 12.8's (drivers before it cannot time);
+//  cuda.h's cuGraphInstantiate is cuGraphInstantiateWithFlags (11.4), whose signature it declares.
 #define TAOT_DRIVER_OPTIONAL(X)                          \
   X(cuCtxGetId, "cuCtxGetId")                            \
   X(cuLaunchKernelEx, "cuLaunchKernelEx")                \
   X(cuMemAllocAsync, "cuMemAllocAsync")                  \
   X(cuMemFreeAsync, "cuMemFreeAsync")                    \
-  X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")
+  X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")    \
+  X(cuEventCreate, "cuEventCreate")                      \
+  X(cuEventRecord, "cuEventRecord")                      \
+  X(cuEventSynchronize, "cuEventSynchronize")            \
+  X(cuEventElapsedTime, "cuEventElapsedTime_v2")         \
+  X(cuEventDestroy, "cuEventDestroy_v2")                 \
+  X(cuMemAlloc, "cuMemAlloc_v2")                         \
+  X(cuMemFree, "cuMemFree_v2")                           \
+  X(cuMemsetD8Async, "cuMemsetD8Async")                  \
+  X(cuStreamCreate, "cuStreamCreate")                    \
+  X(cuStreamDestroy, "cuStreamDestroy_v2")               \
+  X(cuStreamSynchronize, "cuStreamSynchronize")          \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2")     \
+  X(cuStreamEndCapture, "cuStreamEndCapture")            \
+  X(cuGraphInstantiate, "cuGraphInstantiateWithFlags")   \
+  X(cuGraphLaunch, "cuGraphLaunch")                      \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy")            \
+  X(cuGraphDestroy, "cuGraphDestroy")
 
 // Function pointers of the driver. Every required member is non-null in a table returned by get().
 struct Api {

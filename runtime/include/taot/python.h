@@ -7,7 +7,8 @@
 // torch) or any object with __cuda_array_interface__ or __dlpack__; tensor-descriptor arguments
 // take TensorDescriptor-like objects or whole arrays; launches go to the caller's current torch
 // stream unless `stream=` says otherwise; errors become Python exceptions carrying the runtime's
-// message. Functions hold the GIL (launches are short) and are thread-safe. Needs Python 3.9.
+// message. Functions hold the GIL (launches are short; time(), which runs a timing loop of
+// taot/timing.h, lets it go while it times) and are thread-safe. Needs Python 3.9.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -26,6 +27,7 @@
 #include <deque>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -34,6 +36,7 @@
 #include "taot/dlpack.h"
 #include "taot/driver_api.h"
 #include "taot/runtime.h"
+#include "taot/timing.h"
 
 namespace taot::python {
 
@@ -988,18 +991,52 @@ inline void check_arg_count(const KernelBinding& binding, std::size_t count) {
                           std::to_string(count)).c_str());
 }
 
-// What a call does once its arguments and keywords are read: launch, or say which variant a
-// launch would use and which step chose it.
-enum class CallMode { launch, choose };
+// What a call does once its arguments and keywords are read: launch, say which variant a
+// launch would use and which step chose it, or time launches.
+enum class CallMode { launch, choose, time };
 
+// What time() returns: {"ms": [per launch, one per rep], "min", "p20", "median", "p80", "max",
+// "mean", "reps", "warmup_reps", "warmup_ms", "flush_bytes", "variant", "step"}.
+inline nb::dict timings_dict(const Timings& timings) {
+  nb::list ms;
+  for (double value : timings.ms) ms.append(value);
+  nb::dict result;
+  result["ms"] = ms;
+  result["min"] = timings.stats.min;
+  result["p20"] = timings.stats.p20;
+  result["median"] = timings.stats.median;
+  result["p80"] = timings.stats.p80;
+  result["max"] = timings.stats.max;
+  result["mean"] = timings.stats.mean;
+  result["reps"] = timings.ms.size();
+  result["warmup_reps"] = timings.warmup_reps;
+  result["warmup_ms"] = timings.warmup_ms;
+  result["flush_bytes"] = timings.flush_bytes;
+  result["variant"] = timings.choice.variant;
+  result["step"] = step_name(timings.choice.step);
+  return result;
+}
+
+// `timing` is the time() call's options (mode time only).
 inline PyObject* finish_call(KernelBinding& binding, CallArgs& call, const CallOptions& options,
-                             const Selection& selection, CallMode mode) {
+                             const Selection& selection, CallMode mode, const TimingOptions* timing = nullptr) {
   const table::KernelTable& table = binding.table;
   const CUstream stream = call.finish(table, options.stream);
   if (mode == CallMode::choose) {
     Expected<Choice> choice = binding.kernel.choose(call.values(), table.arg_count, selection);
     if (!choice.ok()) raise(std::move(choice).take_status());
     return nb::make_tuple(choice->variant, step_name(choice->step)).release().ptr();
+  }
+  if (mode == CallMode::time) {
+    // The arguments stay alive meanwhile: the caller's frame holds every object they were read from.
+    std::optional<Expected<Timings>> timings;
+    {
+      nb::gil_scoped_release unlocked;
+      timings.emplace(time_launches(binding.kernel, stream, call.values(), table.arg_count, selection,
+                                    options.has_grid ? &options.grid : nullptr, *timing));
+    }
+    if (!timings->ok()) raise(std::move(*timings).take_status());
+    return timings_dict(timings->value()).release().ptr();
   }
   Status status = options.has_grid ? binding.kernel.launch(stream, call.values(), table.arg_count, selection, options.grid)
                                    : binding.kernel.launch(stream, call.values(), table.arg_count, selection);
@@ -1009,15 +1046,15 @@ inline PyObject* finish_call(KernelBinding& binding, CallArgs& call, const CallO
 
 // A call of a kernel object: arguments, then keywords (stream, variant, grid, config fields).
 inline PyObject* kernel_call(KernelBinding& binding, PyObject* const* args, std::size_t nargs, PyObject* kwnames,
-                             CallMode mode) {
+                             CallMode mode, const TimingOptions* timing = nullptr) {
   check_arg_count(binding, nargs);
   CallArgs call(binding.table, args);
   CallOptions options;
   if (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0)
-    return finish_call(binding, call, options, Selection::automatic(), mode);
+    return finish_call(binding, call, options, Selection::automatic(), mode, timing);
   FieldRequests fields(binding.table.field_count);
   read_keywords(binding, args + nargs, kwnames, options, fields.data());
-  return finish_call(binding, call, options, call_selection(binding, options, fields.data()), mode);
+  return finish_call(binding, call, options, call_selection(binding, options, fields.data()), mode, timing);
 }
 
 // A launcher made by <kernel>.bind(): the config (or variant) fixed once, checked against what was
@@ -1124,7 +1161,7 @@ inline std::unique_ptr<BoundLauncher> bind_launcher(nb::handle kernel_object, Ke
 
 // A call of a bound launcher: arguments, then stream= and grid= only.
 inline PyObject* bound_call(BoundLauncher& launcher, PyObject* const* args, std::size_t nargs, PyObject* kwnames,
-                            CallMode mode) {
+                            CallMode mode, const TimingOptions* timing = nullptr) {
   KernelBinding& binding = launcher.binding;
   check_arg_count(binding, nargs);
   CallArgs call(binding.table, args);
@@ -1138,8 +1175,125 @@ inline PyObject* bound_call(BoundLauncher& launcher, PyObject* const* args, std:
                             nb::str(keyword).c_str() + "= (bind() fixed its config)").c_str());
     read_option(binding, slot, args[nargs + k], options);
   }
-  return finish_call(binding, call, options, launcher.selection(), mode);
+  return finish_call(binding, call, options, launcher.selection(), mode, timing);
 }
+
+// ---------------------------------------------------------------------------------------------
+// time(): the call's own keywords plus the timing options of taot/timing.h (TAOT_TIMING_OPTIONS,
+// same names and defaults), which are taken out before the call's keywords are read as usual.
+// ---------------------------------------------------------------------------------------------
+
+inline void read_timing_value(nb::handle item, double& value, const std::string& what) {
+  value = PyFloat_AsDouble(item.ptr());
+  if (value == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw nb::type_error((what + " takes a number, got " + nb::type_name(item.type()).c_str()).c_str());
+  }
+}
+inline void read_timing_value(nb::handle item, std::int64_t& value, const std::string& what) {
+  value = int64_of(item, [&] { return what; });
+}
+inline void read_timing_value(nb::handle item, bool& value, const std::string& what) {
+  const int truth = PyObject_IsTrue(item.ptr());
+  if (truth < 0) {
+    PyErr_Clear();
+    throw nb::type_error((what + " takes a bool, got " + nb::type_name(item.type()).c_str()).c_str());
+  }
+  value = truth != 0;
+}
+
+// A timing option as Python writes its default ("25", "True").
+inline std::string python_default(double value) {
+  std::string text = std::to_string(value);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text;
+}
+inline std::string python_default(std::int64_t value) { return std::to_string(value); }
+inline std::string python_default(bool value) { return value ? "True" : "False"; }
+
+// The timing keywords, interned once, each with how it sets its option.
+struct TimingKeyword {
+  nb::object name;
+  void (*read)(nb::handle value, TimingOptions& options, const std::string& call);
+};
+
+inline const std::vector<TimingKeyword>& timing_keywords() {
+  static const std::vector<TimingKeyword>* const keywords = [] {
+    auto* list = new std::vector<TimingKeyword>();  // lives as long as the process
+#define TAOT_TIMING_KEYWORD(type, name, default_value)                                         \
+  list->push_back(TimingKeyword{nb::steal(interned(#name)),                                   \
+                                [](nb::handle value, TimingOptions& options, const std::string& call) { \
+                                  read_timing_value(value, options.name, call + ": " #name "="); \
+                                }});
+    TAOT_TIMING_OPTIONS(TAOT_TIMING_KEYWORD)
+#undef TAOT_TIMING_KEYWORD
+    return list;
+  }();
+  return *keywords;
+}
+
+// "warmup_ms=25, reps=0, ...": the timing keywords as time()'s signature shows them.
+inline std::string timing_signature() {
+  std::string text;
+  const TimingOptions defaults;
+#define TAOT_TIMING_SIGNATURE(type, name, default_value) \
+  text += std::string(text.empty() ? "" : ", ") + #name "=" + python_default(defaults.name);
+  TAOT_TIMING_OPTIONS(TAOT_TIMING_SIGNATURE)
+#undef TAOT_TIMING_SIGNATURE
+  return text;
+}
+
+// A time() call: the timing keywords read into `options`, the other arguments and keywords laid
+// out again as vectorcall passes them (arguments, then the remaining keywords' values, named by
+// `names`), for the call path every launch takes. A keyword that is neither a timing keyword nor
+// one of the kernel's is refused here, naming both lists.
+struct TimingCall {
+  TimingOptions options;
+  std::vector<PyObject*> values;
+  nb::object names;  // a tuple, or null when no other keyword is left
+
+  TimingCall(const KernelBinding& binding, PyObject* const* args, std::size_t nargs, PyObject* kwnames) {
+    const std::string call = binding.name + ".time()";
+    values.assign(args, args + nargs);
+    const std::size_t count = kwnames != nullptr ? static_cast<std::size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
+    std::vector<PyObject*> kept;
+    for (std::size_t k = 0; k < count; ++k) {
+      PyObject* keyword = PyTuple_GET_ITEM(kwnames, static_cast<Py_ssize_t>(k));
+      const TimingKeyword* timing = find(keyword);
+      if (timing != nullptr) {
+        if (args[nargs + k] != Py_None) timing->read(nb::handle(args[nargs + k]), options, call);
+        continue;
+      }
+      if (binding.find_slot(keyword) == kUnknownKeyword) {
+        std::string known;
+        for (const TimingKeyword& entry : timing_keywords()) known += std::string(known.empty() ? "" : ", ") + nb::str(entry.name).c_str();
+        for (const auto& entry : binding.keywords) known += std::string(", ") + nb::str(entry.first).c_str();
+        throw nb::type_error((call + ": unknown keyword '" + nb::str(keyword).c_str() + "'; the keywords are: " +
+                              known).c_str());
+      }
+      kept.push_back(keyword);
+      values.push_back(args[nargs + k]);
+    }
+    if (kept.empty()) return;
+    names = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(kept.size())));
+    if (!names.is_valid()) throw nb::python_error();
+    for (std::size_t k = 0; k < kept.size(); ++k) {
+      Py_INCREF(kept[k]);
+      PyTuple_SET_ITEM(names.ptr(), static_cast<Py_ssize_t>(k), kept[k]);
+    }
+  }
+  PyObject* kwnames() const noexcept { return names.is_valid() ? names.ptr() : nullptr; }
+
+ private:
+  static const TimingKeyword* find(PyObject* keyword) {
+    for (const TimingKeyword& timing : timing_keywords())
+      if (timing.name.ptr() == keyword) return &timing;
+    for (const TimingKeyword& timing : timing_keywords())  // a name made at run time: compare the text
+      if (PyUnicode_Compare(keyword, timing.name.ptr()) == 0) return &timing;
+    return nullptr;
+  }
+};
 
 // C++ exceptions as Python errors, for the functions Python calls directly.
 template <class Body>
@@ -1199,6 +1353,15 @@ inline PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, std::s
 inline PyObject* kernel_choose(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&] {
     return kernel_call(binding_of(self), args, static_cast<std::size_t>(nargs), kwnames, CallMode::choose);
+  });
+}
+
+inline PyObject* kernel_time(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&] {
+    KernelBinding& binding = binding_of(self);
+    const TimingCall timing(binding, args, static_cast<std::size_t>(nargs), kwnames);
+    return kernel_call(binding, timing.values.data(), static_cast<std::size_t>(nargs), timing.kwnames(),
+                       CallMode::time, &timing.options);
   });
 }
 
@@ -1265,6 +1428,28 @@ inline PyObject* bound_choose(PyObject* self, PyObject* const* args, Py_ssize_t 
   return guarded([&] {
     return bound_call(launcher_of(self), args, static_cast<std::size_t>(nargs), kwnames, CallMode::choose);
   });
+}
+
+inline PyObject* bound_time(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&] {
+    BoundLauncher& launcher = launcher_of(self);
+    const TimingCall timing(launcher.binding, args, static_cast<std::size_t>(nargs), kwnames);
+    return bound_call(launcher, timing.values.data(), static_cast<std::size_t>(nargs), timing.kwnames(),
+                      CallMode::time, &timing.options);
+  });
+}
+
+// time()'s docstring, for a kernel (`call_keywords`: "stream=None, variant=None, grid=None,
+// **config") or a bound launcher ("stream=None, grid=None").
+inline std::string time_doc(const std::string& call_keywords) {
+  return "time(*args, " + timing_signature() + ", " + call_keywords +
+         ")\n--\n\n"
+         "Times launches with these arguments (as a call takes them) in C++, without Python between "
+         "launches: warm-up for warmup_ms of GPU time, then `reps` timed reps (0: as many as fit in rep_ms), "
+         "each of launches_per_rep launches (or one CUDA-graph replay of them, graph=True) between two CUDA "
+         "events, the L2 flushed before every rep (flush_l2) outside the events. Returns a dict: ms (per "
+         "launch, one per rep), min, p20, median, p80, max, mean, reps, warmup_reps, warmup_ms, flush_bytes, "
+         "variant and step. Releases the GIL while it times; the stream must not be capturing.";
 }
 
 // Objects live as long as their module; a bound launcher owns its C++ state.
@@ -1341,6 +1526,7 @@ inline PyTypeObject* make_type(const char* name, std::size_t size, std::size_t v
 
 inline PyTypeObject* kernel_type() {
   static PyTypeObject* const type = [] {
+    static const std::string time_text = time_doc("stream=None, variant=None, grid=None, **config");
     static PyMethodDef methods[] = {
         {"bind", as_method(kernel_bind), METH_FASTCALL | METH_KEYWORDS,
          "bind(*, variant=None, **config)\n--\n\n"
@@ -1352,6 +1538,7 @@ inline PyTypeObject* kernel_type() {
          "(variant index, step) of the launch these arguments would make, without launching: the index "
          "into variants(), and how the config was chosen: 'variant', 'config', 'table', 'heuristics' or "
          "'default'."},
+        {"time", as_method(kernel_time), METH_FASTCALL | METH_KEYWORDS, time_text.c_str()},
         {"variants", as_method(kernel_variants), METH_NOARGS,
          "variants()\n--\n\nThe compiled variants, as <kernel>_variants() lists them."},
         {"load_tuning", as_method(kernel_load_tuning), METH_VARARGS | METH_KEYWORDS,
@@ -1381,10 +1568,12 @@ inline PyTypeObject* kernel_type() {
 
 inline PyTypeObject* bound_type() {
   static PyTypeObject* const type = [] {
+    static const std::string time_text = time_doc("stream=None, grid=None");
     static PyMethodDef methods[] = {
         {"choose", as_method(bound_choose), METH_FASTCALL | METH_KEYWORDS,
          "choose(*args, stream=None, grid=None)\n--\n\n"
          "(variant index, step) of the launch a call with these arguments would make, without launching."},
+        {"time", as_method(bound_time), METH_FASTCALL | METH_KEYWORDS, time_text.c_str()},
         {nullptr, nullptr, 0, nullptr}};
     static PyGetSetDef attributes[] = {
         {"config", [](PyObject* self, void*) { return guarded([&] { return bound_config(launcher_of(self)).release().ptr(); }); },
@@ -1509,7 +1698,7 @@ inline void register_torch_ops() {
 }
 
 // Adds the kernel object `<name>` to `module`: `<name>(*args, stream=None, variant=None, grid=None,
-// **config)` launches, and its methods bind(), choose(), variants(), load_tuning() and
+// **config)` launches, and its methods bind(), choose(), time(), variants(), load_tuning() and
 // reset_tuning(); and `<name>_variants()`.
 inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
   static std::deque<std::string> strings;  // names handed to nanobind live as long as the module
@@ -1523,7 +1712,8 @@ inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
          "; config keywords:";
   for (std::size_t f = 0; f < table.field_count; ++f) doc += std::string(" ") + table.fields[f].name;
   doc += ".\n\nbind(**config) or bind(variant=i) makes a launcher with the config resolved once; "
-         "choose(*args, **config) says which variant a call would launch and how it was chosen.";
+         "choose(*args, **config) says which variant a call would launch and how it was chosen; "
+         "time(*args, **config) times launches (taot/timing.h) and returns the median and quantiles.";
   auto* binding = new detail::KernelBinding(kernel, std::move(doc));  // lives as long as the process
   PyTypeObject* type = detail::kernel_type();
   nb::object object = nb::steal(type->tp_alloc(type, 0));

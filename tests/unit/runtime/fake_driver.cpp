@@ -2,12 +2,15 @@
 // context N is (CUcontext)N, a module is its index + 1, a function is (module << 8) | 1.
 #include "fake_driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
 
 namespace taot::testing {
 namespace {
+
+constexpr std::uintptr_t kStreamBase = 0x5700000;  // cuStreamCreate streams: kStreamBase + 16 * index
 
 FakeDriver* active_driver = nullptr;
 unsigned long long next_context_id = 1;  // unique across FakeDriver instances
@@ -25,6 +28,11 @@ struct FakeEntryPoints {
             : result == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
             : result == CUDA_ERROR_INVALID_IMAGE ? "CUDA_ERROR_INVALID_IMAGE"
             : result == CUDA_ERROR_CONTEXT_IS_DESTROYED ? "CUDA_ERROR_CONTEXT_IS_DESTROYED"
+            : result == CUDA_ERROR_LAUNCH_FAILED ? "CUDA_ERROR_LAUNCH_FAILED"
+            : result == CUDA_ERROR_INVALID_HANDLE ? "CUDA_ERROR_INVALID_HANDLE"
+            : result == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY"
+            : result == CUDA_ERROR_ILLEGAL_STATE ? "CUDA_ERROR_ILLEGAL_STATE"
+            : result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ? "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
                                                  : "CUDA_ERROR_UNKNOWN";
     return CUDA_SUCCESS;
   }
@@ -54,6 +62,7 @@ struct FakeEntryPoints {
       case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = context.arch / 10; return CUDA_SUCCESS;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = context.arch % 10; return CUDA_SUCCESS;
       case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = context.shared_optin_limit; return CUDA_SUCCESS;
+      case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = driver().l2_cache_bytes; return CUDA_SUCCESS;
       case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
         ++driver().multiprocessor_queries_;
         *value = context.multiprocessors;
@@ -126,6 +135,164 @@ struct FakeEntryPoints {
     }
     return CUDA_ERROR_INVALID_VALUE;
   }
+  static CUresult mem_alloc(CUdeviceptr* address, std::size_t bytes) {
+    const CUresult result = mem_alloc_async(address, bytes, nullptr);
+    std::lock_guard<std::mutex> lock(driver().mutex_);
+    driver().allocations_.back().synchronous = true;
+    return result;
+  }
+  static CUresult mem_free(CUdeviceptr address) { return mem_free_async(address, nullptr); }
+
+  // Work on `stream`: into the graph it is capturing, if any, else onto operations_. Lock held.
+  static void put(FakeDriver& fake, RecordedOperation operation) {
+    auto capture = fake.open_captures_.find(operation.stream);
+    if (capture != fake.open_captures_.end()) fake.graphs_[capture->second].operations.push_back(operation);
+    else fake.operations_.push_back(operation);
+  }
+  static CUresult memset_d8_async(CUdeviceptr address, unsigned char value, std::size_t bytes, CUstream stream) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    bool inside = false;
+    for (const RecordedAllocation& allocation : fake.allocations_)
+      inside |= !allocation.freed && address >= allocation.address && address + bytes <= allocation.address + allocation.bytes;
+    if (!inside) return CUDA_ERROR_INVALID_VALUE;
+    put(fake, {RecordedOperation::Kind::memset, stream, address, bytes, value});
+    return CUDA_SUCCESS;
+  }
+
+  // Events: handle N is event_states_[N - 1].
+  static int* event_state(FakeDriver& fake, CUevent event) {
+    const std::size_t index = reinterpret_cast<std::uintptr_t>(event) - 1;
+    if (event == nullptr || index >= fake.event_states_.size() || fake.event_states_[index] < 0) return nullptr;
+    return &fake.event_states_[index];
+  }
+  static CUresult event_create(CUevent* event, unsigned) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    fake.event_states_.push_back(0);
+    *event = reinterpret_cast<CUevent>(fake.event_states_.size());
+    return CUDA_SUCCESS;
+  }
+  static CUresult event_record(CUevent event, CUstream stream) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    int* state = event_state(fake, event);
+    if (state == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    *state = 1;
+    put(fake, {RecordedOperation::Kind::event_record, stream, reinterpret_cast<std::uintptr_t>(event)});
+    return CUDA_SUCCESS;
+  }
+  static CUresult event_synchronize(CUevent event) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    return event_state(fake, event) != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  }
+  static CUresult event_elapsed_time(float* milliseconds, CUevent start, CUevent stop) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    const int* start_state = event_state(fake, start);
+    const int* stop_state = event_state(fake, stop);
+    if (start_state == nullptr || stop_state == nullptr || *start_state != 1 || *stop_state != 1)
+      return CUDA_ERROR_INVALID_HANDLE;
+    ++fake.elapsed_queries_;
+    *milliseconds = fake.next_elapsed_ < fake.scripted_elapsed_.size() ? fake.scripted_elapsed_[fake.next_elapsed_++]
+                                                                       : fake.default_elapsed_ms;
+    return CUDA_SUCCESS;
+  }
+  static CUresult event_destroy(CUevent event) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    int* state = event_state(fake, event);
+    if (state == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    *state = -1;
+    return CUDA_SUCCESS;
+  }
+
+  static CUresult stream_create(CUstream* stream, unsigned) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    *stream = reinterpret_cast<CUstream>(kStreamBase + 16 * fake.streams_.size());
+    fake.streams_.push_back(true);
+    return CUDA_SUCCESS;
+  }
+  static CUresult stream_destroy(CUstream stream) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    const std::size_t index = (reinterpret_cast<std::uintptr_t>(stream) - kStreamBase) / 16;
+    if (reinterpret_cast<std::uintptr_t>(stream) < kStreamBase || index >= fake.streams_.size() || !fake.streams_[index])
+      return CUDA_ERROR_INVALID_HANDLE;
+    fake.streams_[index] = false;
+    return CUDA_SUCCESS;
+  }
+  static CUresult stream_synchronize(CUstream) {
+    ++driver().stream_synchronizations_;
+    return CUDA_SUCCESS;
+  }
+
+  // Captures: work on a capturing stream goes into its graph; graph N is graphs_[N - 1], executable
+  // graph N is graph_execs_[N - 1].
+  static CUresult stream_begin_capture(CUstream stream, CUstreamCaptureMode) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    if (stream == nullptr || stream == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (fake.open_captures_.count(stream) || fake.capturing_.count(stream)) return CUDA_ERROR_ILLEGAL_STATE;
+    fake.graphs_.push_back(RecordedGraph{stream, {}, false});
+    fake.open_captures_[stream] = fake.graphs_.size() - 1;
+    fake.capturing_.insert(stream);
+    return CUDA_SUCCESS;
+  }
+  static CUresult stream_end_capture(CUstream stream, CUgraph* graph) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    auto capture = fake.open_captures_.find(stream);
+    if (capture == fake.open_captures_.end()) return CUDA_ERROR_ILLEGAL_STATE;
+    *graph = reinterpret_cast<CUgraph>(capture->second + 1);
+    fake.open_captures_.erase(capture);
+    fake.capturing_.erase(stream);
+    return CUDA_SUCCESS;
+  }
+  static RecordedGraph* graph_of(FakeDriver& fake, CUgraph graph) {
+    const std::size_t index = reinterpret_cast<std::uintptr_t>(graph) - 1;
+    if (graph == nullptr || index >= fake.graphs_.size() || fake.graphs_[index].destroyed) return nullptr;
+    return &fake.graphs_[index];
+  }
+  static RecordedGraphExec* exec_of(FakeDriver& fake, CUgraphExec exec) {
+    const std::size_t index = reinterpret_cast<std::uintptr_t>(exec) - 1;
+    if (exec == nullptr || index >= fake.graph_execs_.size() || fake.graph_execs_[index].destroyed) return nullptr;
+    return &fake.graph_execs_[index];
+  }
+  static CUresult graph_instantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    if (graph_of(fake, graph) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (fake.graph_instantiate_result != CUDA_SUCCESS) return fake.graph_instantiate_result;
+    fake.graph_execs_.push_back(RecordedGraphExec{reinterpret_cast<std::uintptr_t>(graph) - 1, false});
+    *exec = reinterpret_cast<CUgraphExec>(fake.graph_execs_.size());
+    return CUDA_SUCCESS;
+  }
+  static CUresult graph_launch(CUgraphExec exec, CUstream stream) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    if (exec_of(fake, exec) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    put(fake, {RecordedOperation::Kind::graph_launch, stream, reinterpret_cast<std::uintptr_t>(exec)});
+    return CUDA_SUCCESS;
+  }
+  static CUresult graph_exec_destroy(CUgraphExec exec) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    RecordedGraphExec* found = exec_of(fake, exec);
+    if (found == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    found->destroyed = true;
+    return CUDA_SUCCESS;
+  }
+  static CUresult graph_destroy(CUgraph graph) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    RecordedGraph* found = graph_of(fake, graph);
+    if (found == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    found->destroyed = true;
+    return CUDA_SUCCESS;
+  }
   static CUresult tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType data_type, cuuint32_t rank,
                                          void* address, const cuuint64_t* global_dim,
                                          const cuuint64_t* global_strides, const cuuint32_t* box,
@@ -159,6 +326,8 @@ struct FakeEntryPoints {
     const std::size_t module = (launch.function >> 8) - 1;
     if (fake.module_contexts_.at(module) != fake.contexts_.at(context_index(current)).id)
       return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (fake.launch_calls_++ >= fake.fail_from_launch) return CUDA_ERROR_LAUNCH_FAILED;
+    put(fake, {RecordedOperation::Kind::launch, launch.stream, fake.launches_.size()});
     fake.launches_.push_back(std::move(launch));
     return fake.launch_result;
   }
@@ -203,6 +372,23 @@ FakeDriver::FakeDriver(std::size_t param_count_hint) : params_per_launch(param_c
   api_.cuMemAllocAsync = &FakeEntryPoints::mem_alloc_async;
   api_.cuMemFreeAsync = &FakeEntryPoints::mem_free_async;
   api_.cuTensorMapEncodeTiled = &FakeEntryPoints::tensor_map_encode_tiled;
+  api_.cuEventCreate = &FakeEntryPoints::event_create;
+  api_.cuEventRecord = &FakeEntryPoints::event_record;
+  api_.cuEventSynchronize = &FakeEntryPoints::event_synchronize;
+  api_.cuEventElapsedTime = &FakeEntryPoints::event_elapsed_time;
+  api_.cuEventDestroy = &FakeEntryPoints::event_destroy;
+  api_.cuMemAlloc = &FakeEntryPoints::mem_alloc;
+  api_.cuMemFree = &FakeEntryPoints::mem_free;
+  api_.cuMemsetD8Async = &FakeEntryPoints::memset_d8_async;
+  api_.cuStreamCreate = &FakeEntryPoints::stream_create;
+  api_.cuStreamDestroy = &FakeEntryPoints::stream_destroy;
+  api_.cuStreamSynchronize = &FakeEntryPoints::stream_synchronize;
+  api_.cuStreamBeginCapture = &FakeEntryPoints::stream_begin_capture;
+  api_.cuStreamEndCapture = &FakeEntryPoints::stream_end_capture;
+  api_.cuGraphInstantiate = &FakeEntryPoints::graph_instantiate;
+  api_.cuGraphLaunch = &FakeEntryPoints::graph_launch;
+  api_.cuGraphExecDestroy = &FakeEntryPoints::graph_exec_destroy;
+  api_.cuGraphDestroy = &FakeEntryPoints::graph_destroy;
   active_driver = this;
   current = nullptr;
   driver::install_for_testing(&api_);
@@ -265,6 +451,54 @@ void FakeDriver::set_capturing(CUstream stream, bool capturing) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (capturing) capturing_.insert(stream);
   else capturing_.erase(stream);
+}
+
+std::vector<RecordedOperation> FakeDriver::operations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return operations_;
+}
+
+std::vector<RecordedGraph> FakeDriver::graphs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return graphs_;
+}
+
+std::vector<RecordedGraphExec> FakeDriver::graph_execs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return graph_execs_;
+}
+
+void FakeDriver::script_elapsed(std::vector<float> milliseconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  scripted_elapsed_ = std::move(milliseconds);
+  next_elapsed_ = 0;
+}
+
+int FakeDriver::elapsed_queries() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return elapsed_queries_;
+}
+
+int FakeDriver::live_events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(std::count_if(event_states_.begin(), event_states_.end(), [](int state) { return state >= 0; }));
+}
+
+int FakeDriver::events_created() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(event_states_.size());
+}
+
+int FakeDriver::live_streams() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(std::count(streams_.begin(), streams_.end(), true));
+}
+
+std::vector<CUstream> FakeDriver::created_streams() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<CUstream> streams;
+  for (std::size_t s = 0; s < streams_.size(); ++s) streams.push_back(reinterpret_cast<CUstream>(kStreamBase + 16 * s));
+  return streams;
 }
 
 }  // namespace taot::testing

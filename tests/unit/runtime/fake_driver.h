@@ -1,5 +1,6 @@
 // A recording fake of the CUDA driver table: contexts on fake devices, module loads counted per
-// (context, image), launches recorded with their parameter bytes.
+// (context, image), launches recorded with their parameter bytes, stream work (memsets, events,
+// graph replays) in call order, captures into graphs, and event timings a test scripts.
 #pragma once
 
 #include <atomic>
@@ -31,6 +32,32 @@ struct RecordedAllocation {
   CUstream stream;           // of cuMemAllocAsync
   bool freed = false;
   CUstream freed_on = nullptr;
+  bool synchronous = false;  // cuMemAlloc/cuMemFree rather than the stream-ordered calls
+};
+
+// One piece of work put on a stream, in call order: outside captures in operations(), during one
+// in its graph's operations.
+struct RecordedOperation {
+  enum class Kind { launch, memset, event_record, graph_launch };
+  Kind kind;
+  CUstream stream;
+  std::uint64_t handle = 0;  // launch: its index in launches(); memset: the address; event_record:
+                             // the event; graph_launch: the executable graph
+  std::uint64_t bytes = 0;   // memset: bytes set
+  unsigned value = 0;        // memset: the byte value
+};
+
+// A graph made by cuStreamBeginCapture/cuStreamEndCapture.
+struct RecordedGraph {
+  CUstream captured_on;
+  std::vector<RecordedOperation> operations;
+  bool destroyed = false;
+};
+
+// An executable graph made by cuGraphInstantiateWithFlags.
+struct RecordedGraphExec {
+  std::size_t graph;  // index in graphs()
+  bool destroyed = false;
 };
 
 // One cuTensorMapEncodeTiled call. The fake writes kTensorMapMark + (its index in tensor_maps())
@@ -80,12 +107,30 @@ class FakeDriver {
   // Streams that report CU_STREAM_CAPTURE_STATUS_ACTIVE from cuStreamIsCapturing.
   void set_capturing(CUstream stream, bool capturing);
 
+  // Stream work outside captures (launches, memsets, event records, graph replays), in call order.
+  std::vector<RecordedOperation> operations() const;
+  std::vector<RecordedGraph> graphs() const;            // captures, in order
+  std::vector<RecordedGraphExec> graph_execs() const;   // instantiations, in order
+  // What cuEventElapsedTime returns: the scripted values first, in order, then default_elapsed_ms.
+  void script_elapsed(std::vector<float> milliseconds);
+  int elapsed_queries() const;
+  int live_events() const;          // created and not destroyed
+  int events_created() const;
+  int live_streams() const;         // made by cuStreamCreate and not destroyed
+  std::vector<CUstream> created_streams() const;
+  int stream_synchronizations() const { return stream_synchronizations_.load(); }
+
   CUresult launch_result = CUDA_SUCCESS;       // what cuLaunchKernel returns
   CUresult load_result = CUDA_SUCCESS;         // what cuModuleLoadData returns
   CUresult tensor_map_result = CUDA_SUCCESS;   // what cuTensorMapEncodeTiled returns
   int load_delay_us = 0;                       // widens race windows in concurrency tests
   int static_shared_bytes = 0;                 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES of every function
   std::size_t params_per_launch;               // how many parameters to record
+  float default_elapsed_ms = 0.01f;            // cuEventElapsedTime once the script is used up
+  int l2_cache_bytes = 50 * 1024 * 1024;       // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE of every device
+  CUresult graph_instantiate_result = CUDA_SUCCESS;  // what cuGraphInstantiateWithFlags returns
+  // Launches from this one on (counted from 0, all streams) fail with CUDA_ERROR_LAUNCH_FAILED.
+  std::size_t fail_from_launch = ~std::size_t{0};
 
   // Makes the driver look older than CUDA 12.0: no cuLaunchKernelEx.
   void drop_launch_kernel_ex() { api_.cuLaunchKernelEx = nullptr; }
@@ -94,6 +139,8 @@ class FakeDriver {
 
   static FakeDriver* active();
   const driver::Api& api() const { return api_; }
+  // The installed table itself, to take entry points away (a driver too old for them).
+  driver::Api& edit_api() { return api_; }
 
  private:
   friend struct FakeEntryPoints;
@@ -115,6 +162,17 @@ class FakeDriver {
   std::vector<RecordedAllocation> allocations_;
   std::vector<RecordedTensorMap> tensor_maps_;
   std::set<CUstream> capturing_;
+  std::vector<RecordedOperation> operations_;
+  std::map<CUstream, std::size_t> open_captures_;  // stream -> index in graphs_
+  std::vector<RecordedGraph> graphs_;
+  std::vector<RecordedGraphExec> graph_execs_;
+  std::vector<float> scripted_elapsed_;
+  std::size_t next_elapsed_ = 0;
+  int elapsed_queries_ = 0;
+  std::vector<int> event_states_;  // per event handle - 1: 0 created, 1 recorded, -1 destroyed
+  std::vector<bool> streams_;      // per cuStreamCreate stream (handle - kStreamBase): alive
+  std::size_t launch_calls_ = 0;
+  std::atomic<int> stream_synchronizations_{0};
   std::atomic<int> synchronizations_{0};
   std::atomic<int> device_queries_{0};
   std::atomic<int> multiprocessor_queries_{0};
