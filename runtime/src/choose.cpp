@@ -426,7 +426,7 @@ std::size_t choice_slot(const std::uint64_t* key, std::size_t words, std::size_t
 }  // namespace
 
 bool DispatchIndex::cached_choice(const std::uint64_t* key, Choice* choice) const noexcept {
-  const std::size_t words = 3 + keyed_args_.size();
+  const std::size_t words = choice_key_words();
   const ChoiceSlot& slot = choice_cache_[choice_slot(key, words, kChoiceSlots)];
   const std::uint32_t before = slot.sequence.load(std::memory_order_acquire);
   if (before & 1U) return false;
@@ -442,7 +442,7 @@ bool DispatchIndex::cached_choice(const std::uint64_t* key, Choice* choice) cons
 }
 
 void DispatchIndex::remember_choice(const std::uint64_t* key, const Choice& choice) const noexcept {
-  const std::size_t words = 3 + keyed_args_.size();
+  const std::size_t words = choice_key_words();
   ChoiceSlot& slot = choice_cache_[choice_slot(key, words, kChoiceSlots)];
   std::uint32_t sequence = slot.sequence.load(std::memory_order_relaxed);
   if ((sequence & 1U) ||

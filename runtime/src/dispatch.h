@@ -116,6 +116,9 @@ class DispatchIndex {
   // The key of an automatic choice for `args`, or false when the choice is not cached.
   bool choice_key(const taot_arg* args, const DeviceFacts* device, const table::TunedTable* tuned,
                   std::int64_t num_sms, std::uint64_t* key) const noexcept;
+  // The words of a choice key in use (facts, table, num_sms, then one per keyed argument); the
+  // rest are zero, neither hashed nor compared.
+  std::size_t choice_key_words() const noexcept { return 3 + keyed_args_.size(); }
   bool cached_choice(const std::uint64_t* key, Choice* choice) const noexcept;
   void remember_choice(const std::uint64_t* key, const Choice& choice) const noexcept;
 

@@ -14,19 +14,19 @@ Kernel* Library::find(std::string_view name) const noexcept {
   return nullptr;
 }
 
-Status Library::preload() const {
+namespace {
+// Calls `(kernel.*step)()` on every kernel; the first error, after all have been tried.
+Status on_every_kernel(Kernel* const* kernels, std::size_t count, Status (Kernel::*step)()) {
   Status first_error;
-  for (std::size_t k = 0; k < kernel_count_; ++k)
-    if (Status status = kernels_[k]->preload(); !status.ok() && first_error.ok()) first_error = std::move(status);
+  for (std::size_t k = 0; k < count; ++k)
+    if (Status status = (kernels[k]->*step)(); !status.ok() && first_error.ok()) first_error = std::move(status);
   return first_error;
 }
+}  // namespace
 
-Status Library::unload() const {
-  Status first_error;
-  for (std::size_t k = 0; k < kernel_count_; ++k)
-    if (Status status = kernels_[k]->unload(); !status.ok() && first_error.ok()) first_error = std::move(status);
-  return first_error;
-}
+Status Library::preload() const { return on_every_kernel(kernels_, kernel_count_, &Kernel::preload); }
+
+Status Library::unload() const { return on_every_kernel(kernels_, kernel_count_, &Kernel::unload); }
 
 }  // namespace taot
 

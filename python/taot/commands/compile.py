@@ -9,27 +9,23 @@ from pathlib import Path
 from ..ir_files import DEFAULT_MODE, MODES
 
 
-
-
-def positive_int(text):
+def _whole_number(text, minimum, minimum_text):
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {minimum_text} or more, got {value}")
     return value
 
 
+def positive_int(text):
+    return _whole_number(text, 1, "1")
+
+
 def jobs_count(text):
-    """-j N: a whole number, 0 meaning every core."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (0: all cores), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 (all cores) or more, got {value}")
-    return value or os.cpu_count() or 1
+    """-j N: a whole number, 0 meaning every core (as build() takes it)."""
+    return _whole_number(text, 0, "0 (all cores)")
 
 
 # Where a library goes when no -o is given: DEFAULT_OUTPUT/<library name>, under the current folder.
