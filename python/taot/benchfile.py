@@ -48,7 +48,11 @@ FIELDS = (
     Field("dims", ("DIMS",), "the names of a shape's dimensions, in order (a list of identifiers)"),
     Field("x_axis", ("X_AXIS",), "the dimension the sweep is plotted along (one of the dimensions)"),
     Field("make_args", ("make_args",),
-          "a function make_args(shape, device) returning the call's arguments", required=True),
+          "a function make_args(shape, device) returning the call's arguments (make_args(shape, device, config) "
+          "with ARGS_DEPEND_ON)", required=True),
+    Field("args_depend_on", ("ARGS_DEPEND_ON",),
+          "the config fields the arguments depend on (a list of names): make_args then takes a third "
+          "argument, a dict of their values"),
     Field("outputs", ("OUTPUTS",), "the arguments the kernel writes: names or positions"),
     Field("reference", ("reference",),
           "a function taking the call's arguments and returning the expected outputs"),
@@ -157,6 +161,7 @@ class KernelBench:
     tune_shapes: tuple
     make_args: object
     outputs: tuple = None
+    args_depend_on: tuple = ()  # config field names make_args' third argument gives
     reference: object = None
     baselines: dict = dataclasses.field(default_factory=dict)
     tolerance: object = None  # None, a Tolerance, or {dtype or "default": Tolerance}
@@ -164,13 +169,24 @@ class KernelBench:
     formulas: dict = dataclasses.field(default_factory=dict)  # field name -> function, for flops, bytes, flops_dtype
     _values: dict = dataclasses.field(default_factory=dict, init=False, repr=False)  # (field, Shape) -> value
 
-    def call(self, shape, device):
+    def call(self, shape, device, config=None):
         """The arguments of the call for `shape` on `device` (a torch device string such as "cuda:0",
-        or "cpu"): make_args' result as a Call. Raises BenchFileError naming make_args and the shape
-        when it raises or returns something else."""
+        or "cpu"): make_args' result as a Call. With ARGS_DEPEND_ON, `config` gives those fields'
+        values (a dict; other keys are left out) and make_args receives them as its third argument.
+        Raises BenchFileError naming make_args and the shape when it raises or returns something
+        else, or when `config` lacks a field the arguments depend on."""
         where = f"{self.wheres['make_args']}({_shape(shape).label})"
+        extra = ()
+        if self.args_depend_on:
+            config = dict(config or {})
+            missing = [name for name in self.args_depend_on if name not in config]
+            if missing:
+                raise BenchFileError(self.file, where, f"a value for each of {', '.join(self.args_depend_on)} "
+                                     f"(ARGS_DEPEND_ON)", f"none for {', '.join(missing)}")
+            extra = ({name: config[name] for name in self.args_depend_on},)
+            where = f"{where[:-1]}, {', '.join(f'{k}={v}' for k, v in extra[0].items())})"
         try:
-            result = self.make_args(dict(shape), device)
+            result = self.make_args(dict(shape), device, *extra)
         except Exception as error:  # the user's function failed: say where
             raise BenchFileError(self.file, where, "a call that returns the arguments",
                                  exception_summary(error, self.path)) from None
@@ -463,7 +479,18 @@ def _kernel(file, name, given, prefix):
     tune_shapes = shapes
     if "tune_shapes" in value:
         tune_shapes, _, _ = _shapes(file, value["tune_shapes"], wheres["tune_shapes"], dims, x_axis, prefix)
-    _check_function(file, value["make_args"], wheres["make_args"], "make_args(shape, device)", 2)
+    args_depend_on = ()
+    if "args_depend_on" in value:
+        args_depend_on = value["args_depend_on"]
+        if isinstance(args_depend_on, str):
+            args_depend_on = (args_depend_on,)
+        if (not isinstance(args_depend_on, (list, tuple)) or not args_depend_on
+                or not all(_is_identifier(name) for name in args_depend_on)):
+            raise file.error(wheres["args_depend_on"], _FIELDS["args_depend_on"].expected, describe(value["args_depend_on"]))
+        args_depend_on = tuple(args_depend_on)
+        _check_function(file, value["make_args"], wheres["make_args"], "make_args(shape, device, config)", 3)
+    else:
+        _check_function(file, value["make_args"], wheres["make_args"], "make_args(shape, device)", 2)
     outputs = _outputs(file, value["outputs"], wheres["outputs"]) if "outputs" in value else None
     reference = value.get("reference")
     if reference is not None:
@@ -484,7 +511,7 @@ def _kernel(file, name, given, prefix):
         formulas["flops_dtype"] = value["flops_dtype"]
     metric = _metric(file, value.get("metric"), wheres, formulas)
     kernel = KernelBench(name, file.label, file.path, dims, x_axis, metric, shapes, tune_shapes, value["make_args"],
-                         outputs, reference, baselines, tolerance, wheres, formulas)
+                         outputs, args_depend_on, reference, baselines, tolerance, wheres, formulas)
     for shape in dict.fromkeys(shapes + tune_shapes):  # every formula on every shape, now
         for field in formulas:
             kernel._formula(field, shape)
