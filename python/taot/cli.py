@@ -24,6 +24,9 @@ COMMANDS = {
     "passes": "taot.commands.passes",
     "from-ir": "taot.commands.from_ir",
     "import-cache": "taot.commands.import_cache",
+    "bench": "taot.commands.bench",
+    "tune": "taot.commands.tune",
+    "profile": "taot.commands.profile",
 }
 
 

@@ -12,14 +12,16 @@ def test_unknown_command_is_named_with_the_commands_there_are(run_taot):
     result = run_taot("bulid", "x.toml")
     assert result.returncode == 2
     assert "taot: unknown command 'bulid'" in result.stderr
-    for command in ("build", "compile", "gen", "inspect", "diff", "passes", "from-ir", "import-cache"):
+    for command in ("build", "compile", "gen", "inspect", "diff", "passes", "from-ir", "import-cache", "bench", "tune",
+                    "profile"):
         assert command in result.stderr
 
 
 def test_help_lists_every_command_and_exits_0(run_taot):
     result = run_taot("--help")
     assert result.returncode == 0
-    for command in ("build", "compile", "gen", "inspect", "diff", "passes", "from-ir", "import-cache"):
+    for command in ("build", "compile", "gen", "inspect", "diff", "passes", "from-ir", "import-cache", "bench", "tune",
+                    "profile"):
         assert f"  {command} " in result.stdout
 
 
@@ -64,3 +66,12 @@ def test_a_missing_cpp_taot_is_said_before_any_compile(tmp_path):
     assert result.returncode == 1
     assert "cannot find the taot command" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_measuring_commands_run_through_the_front_end(run_taot, tmp_path):
+    (tmp_path / "manifest.json").write_text('{"library": "lib", "kernels": []}')
+    for command in ("bench", "tune"):
+        result = run_taot(command, "--help")
+        assert result.returncode == 0 and "--bench FILE" in result.stdout
+        missing = run_taot(command, str(tmp_path), "--bench", str(tmp_path / "bench_none.py"))
+        assert missing.returncode == 1 and "bench_none.py" in missing.stderr

@@ -18,6 +18,12 @@ constexpr Command kCommands[] = {
     {"from-ir", "Rebuild a variant from an edited .ttir/.ttgir/.llir/.ptx/.cubin, into its library or a Triton cache",
      nullptr},
     {"import-cache", "Make a library (and a spec that reproduces it) from the kernels in a Triton cache", nullptr},
+    {"bench", "Time variants, the automatic choice and baselines over a bench file's sweep: table, CSV, JSON, plot",
+     nullptr},
+    {"tune", "Time every compiled config per tuning-key value on every GPU; write taot's tuned table and vLLM's JSON",
+     nullptr},
+    {"profile", "Run a program that uses taot libraries and report its launches per kernel and variant (hatchet JSON)",
+     nullptr},
 };
 
 }  // namespace
