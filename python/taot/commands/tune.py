@@ -1,0 +1,167 @@
+# `taot tune LIBRARY --bench FILE --kernel K`: per value of the kernel's tuning key (the bench file's
+# tune shapes), time every compiled config that accepts the arguments, after a correctness gate, on
+# every GPU given (one worker process each); write taot's tuned table and vLLM's JSON. Resumable.
+import os
+import sys
+import time
+from pathlib import Path
+
+from .. import tuner
+from ..benchfile import load_bench_file
+from ..errors import TaotError
+from ..library_module import manifest_kernels
+from .compile import positive_int
+
+
+def add_arguments(parser):
+    parser.add_argument("library", metavar="LIBRARY",
+                        help="the output folder of `taot build SPEC --python --build-library` (manifest.json, module in build/)")
+    parser.add_argument("--bench", required=True, metavar="FILE", help="the bench file (docs/bench-file.md): its "
+                        "TUNE_SHAPES (default: its sweep), make_args, reference and tolerance")
+    parser.add_argument("--kernel", metavar="NAME", help="the kernel to tune (default: the file's one kernel)")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="where the tables and the journal go (default: LIBRARY/tuning)")
+    parser.add_argument("--gpus", default="all", metavar="LIST",
+                        help="GPU indices to use, one worker each (default: all; or a count such as 2)")
+    parser.add_argument("--resume", action="store_true", help="go on with the journal of an interrupted run")
+    parser.add_argument("--restart", action="store_true", help="discard an earlier run's journal and start over")
+    parser.add_argument("--candidate-timeout", type=float, default=60.0, metavar="S",
+                        help="seconds one candidate may take before its worker is killed and it is recorded as hung "
+                             "(default 60)")
+    parser.add_argument("--prune-ratio", type=float, default=1.3, metavar="R",
+                        help="a candidate whose quick time is more than R x the best so far is not timed in full "
+                             "(default 1.3; 0 times every candidate in full)")
+    parser.add_argument("--warmup-ms", type=float, default=5.0, metavar="MS", help="full timing's warm-up (default 5)")
+    parser.add_argument("--rep-ms", type=float, default=20.0, metavar="MS", help="full timing's reps (default 20)")
+    parser.add_argument("--quick-ms", type=float, default=2.0, metavar="MS",
+                        help="the quick timing's warm-up and reps, each (default 2)")
+    parser.add_argument("--graph", action="store_true", help="time CUDA-graph replays")
+    parser.add_argument("--launches-per-rep", type=positive_int, default=1, metavar="N",
+                        help="launches per timed rep (default 1)")
+    parser.add_argument("--no-flush", action="store_true", help="do not flush the L2 between reps")
+    parser.add_argument("--no-check", action="store_true", help="no correctness gate (the file's reference)")
+    parser.add_argument("--vllm-json", metavar="PATH",
+                        help="vLLM's JSON file (default: OUTPUT/device_name=<device>.json; one-argument keys only)")
+    parser.add_argument("--module-dir", metavar="DIR", help="where the library's module is (default LIBRARY/build)")
+    parser.add_argument("--backend", help=argparse_suppress())  # tests: a fake measuring backend
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def argparse_suppress():
+    import argparse
+    return argparse.SUPPRESS
+
+
+def check(parser, arguments):
+    for option in ("candidate_timeout", "warmup_ms", "rep_ms", "quick_ms"):
+        value = getattr(arguments, option)
+        if not value > 0:
+            parser.error(f"--{option.replace('_', '-')} {value}: expected a positive number")
+    if arguments.prune_ratio != 0 and arguments.prune_ratio < 1:
+        parser.error(f"--prune-ratio {arguments.prune_ratio}: expected 1 or more (0: no pruning)")
+    if arguments.resume and arguments.restart:
+        parser.error("--resume and --restart: give one")
+
+
+def gpu_list(text):
+    """--gpus: "all", a count ("2": GPUs 0 and 1) or indices ("0,2")."""
+    if text == "all":
+        count = visible_gpu_count()
+        if count == 0:
+            raise TaotError("--gpus all: no GPU is visible (torch.cuda.device_count() is 0)")
+        return list(range(count))
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items or not all(item.isdigit() for item in items):
+        raise TaotError(f"--gpus {text}: expected all, a count, or GPU indices, comma-separated")
+    if len(items) == 1 and "," not in text:
+        return list(range(int(items[0])))
+    return [int(item) for item in dict.fromkeys(items)]
+
+
+def visible_gpu_count():
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        import torch
+        return torch.cuda.device_count()
+    except ImportError:
+        return len([d for d in visible.split(",") if d.strip()]) if visible else 0
+
+
+def run(arguments):
+    say = (lambda line: None) if arguments.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    library_path = Path(arguments.library)
+    library_name, kernels = manifest_kernels(library_path)
+    bench_file = load_bench_file(arguments.bench)
+    bench_file.check_library(library_name, list(kernels))
+    kernel_name = arguments.kernel
+    if kernel_name is None:
+        if len(bench_file.kernels) != 1:
+            raise TaotError(f"{bench_file.label} describes several kernels ({', '.join(bench_file.names)}): "
+                            f"give --kernel")
+        kernel_name = bench_file.kernels[0].name
+    kernel_bench = bench_file.kernel(kernel_name)
+    info = kernels[kernel_name]
+    if not info.tuning_key:
+        raise TaotError(f"kernel {kernel_name} has no tuning key: give it one in the spec (tuning_key = [...], or "
+                        f"@triton.autotune's key) and rebuild")
+    gpus = [0] if arguments.backend and arguments.gpus == "all" else gpu_list(arguments.gpus)
+    output = Path(arguments.output) if arguments.output else library_path / "tuning"
+    output.mkdir(parents=True, exist_ok=True)
+    full = dict(warmup_ms=arguments.warmup_ms, rep_ms=arguments.rep_ms, reps=0, flush_l2=not arguments.no_flush,
+                graph=arguments.graph, launches_per_rep=arguments.launches_per_rep)
+    quick = dict(full, warmup_ms=arguments.quick_ms, rep_ms=arguments.quick_ms)
+    settings = {"library": str(library_path.resolve()), "module_dir": arguments.module_dir, "kernel": kernel_name,
+                "bench": str(Path(arguments.bench).resolve()), "key": list(info.tuning_key), "full": full,
+                "quick": quick, "prune_ratio": arguments.prune_ratio or float("inf"),
+                "check": not arguments.no_check, "backend": arguments.backend and str(Path(arguments.backend).resolve())}
+    shapes = list(kernel_bench.tune_shapes)
+    journal_path = output / f"{kernel_name}.journal.jsonl"
+    if arguments.restart and journal_path.exists():
+        journal_path.unlink()
+    header = {"schema": tuner.JOURNAL_SCHEMA, "schema_version": tuner.JOURNAL_VERSION, "library": library_name,
+              "kernel": kernel_name, "key": list(info.tuning_key), "bench": settings["bench"],
+              "shapes": [dict(shape) for shape in shapes], "full": full, "quick": quick,
+              "prune_ratio": arguments.prune_ratio}
+    journal = tuner.Journal(journal_path, header, arguments.resume)
+    coordinator = tuner.Coordinator(settings, shapes, journal, tuner.TuneOptions(gpus, arguments.candidate_timeout), say)
+    done_before = len(shapes) - len(coordinator.pending)
+    say(f"tuning {library_name}.{kernel_name} over {len(shapes)} shapes (key {', '.join(info.tuning_key)}) on "
+        f"GPU{'s' if len(gpus) > 1 else ''} {', '.join(map(str, gpus))}"
+        + (f"; {done_before} done in the journal" if done_before else ""))
+    started = time.monotonic()
+    try:
+        if coordinator.pending:
+            coordinator.run()
+    except KeyboardInterrupt:
+        journal.close()
+        raise KeyboardInterrupt(f"the journal {journal_path} keeps what was measured; --resume goes on") from None
+    journal.close()
+    say(f"measured {len(shapes) - done_before} keys in "
+        f"{time.monotonic() - started:.1f} s")
+    device = coordinator.device or journal.device or ""
+    paths, entries, unresolved = tuner.write_tables(output, kernel_name, library_name, device, info.tuning_key,
+                                                    journal, settings, arguments.vllm_json)
+    print_summary(entries, journal)
+    for path in paths:
+        say(f"wrote {path}")
+    for task, key in unresolved:
+        print(f"key {key} ({dict(shapes[task])}): no candidate passed the gate; not in the table", file=sys.stderr)
+    expectations = [(task, journal.tasks[task]["results"] and tuner.best_result(journal.tasks[task])["result"])
+                    for task in sorted(journal.tasks) if tuner.best_result(journal.tasks[task])]
+    differences = coordinator.verify(paths[0], expectations)
+    for task, wanted, chosen in differences:
+        print(f"check: with the table loaded, shape {dict(shapes[task])} chooses {chosen}, not the tuned {wanted} "
+              f"(another shape with the same key, or a rule the table cannot express)", file=sys.stderr)
+    say(f"check: the automatic choice with the table loaded picks the tuned variant for "
+        f"{len(expectations) - len(differences)} of {len(expectations)} shapes")
+    return 1 if unresolved else 0
+
+
+def print_summary(entries, journal):
+    print(f"{'key':>16}  {'best us':>10}  {'ok':>4} {'pruned':>6} {'wrong':>5} {'failed':>6}  config")
+    for entry in entries:
+        measured = entry["measured"]
+        failed = sum(measured.get(s, 0) for s in ("error", "crashed", "hung", "filtered"))
+        config = ", ".join(f"{name}={value}" for name, value in entry["config"].items())
+        print(f"{str(entry['key']):>16}  {measured['median_ms'] * 1e3:10.2f}  {measured.get('ok', 0):4} "
+              f"{measured.get('pruned', 0):6} {measured.get('wrong', 0):5} {failed:6}  {config}")

@@ -1,0 +1,162 @@
+"""`taot tune`'s bookkeeping with a fake measuring backend (tune_fakes/fake_backend.py): workers as
+real processes, one per "GPU"; the journal, resume, the tables in taot's and vLLM's formats, early
+stopping, the correctness gate, and candidates that crash or hang their worker."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKES = Path(__file__).resolve().parent / "tune_fakes"
+
+CONFIGS = {f"v{i}": {"BLOCK": block, "num_warps": warps}
+           for i, (block, warps) in enumerate((b, w) for b in (16, 32, 64) for w in (4, 8))}
+# The fastest candidate per M: v0 at M=1, v3 at 16, v4 at 64, v5 at 256; the others are 1.1x to 3x
+# slower, so that some are pruned with the default ratio (1.3).
+FACTORS = [1.0, 1.1, 1.5, 2.0, 2.5, 3.0]
+BEST = {1: "v0", 16: "v3", 64: "v4", 256: "v5"}
+
+
+def times():
+    table = {}
+    for m, best in BEST.items():
+        others = [c for c in CONFIGS if c != best]
+        table[str(m)] = {best: 0.010 * (1 + m / 64)}
+        for candidate, factor in zip(others, FACTORS[1:]):
+            table[str(m)][candidate] = 0.010 * (1 + m / 64) * factor
+    return table
+
+
+def manifest():
+    return {"schema": "taot.manifest", "schema_version": 2, "library": "fakelib", "kernels": [{
+        "name": "moe", "args": [{"name": "a", "kind": "pointer", "dtypes": ["fp16"], "output": True},
+                                {"name": "M", "kind": "int", "types": ["i32"]},
+                                {"name": "BLOCK", "kind": "constexpr"}],
+        "config": [{"name": "BLOCK", "kind": "int", "values": [16, 32, 64], "default": 16},
+                   {"name": "num_warps", "kind": "int", "values": [4, 8], "default": 4}],
+        "tuning_key": ["M"], "variants": []}]}
+
+
+@pytest.fixture
+def world(tmp_path):
+    library = tmp_path / "fakelib"
+    library.mkdir()
+    (library / "manifest.json").write_text(json.dumps(manifest()))
+    plan = {"device": "Fake GPU 80GB", "candidates": [{"id": i, "config": c} for i, c in CONFIGS.items()],
+            "times": times()}
+    return library, plan, tmp_path
+
+
+def tune(world, *extra, plan_changes=None):
+    library, plan, tmp_path = world
+    plan = dict(plan, **(plan_changes or {}))
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    environment = dict(os.environ, FAKE_TUNE_PLAN=str(tmp_path / "plan.json"), FAKE_TUNE_LOG=str(tmp_path / "calls.log"),
+                       PYTHONPATH=str(ROOT / "python"))
+    command = [sys.executable, "-m", "taot", "tune", str(library), "--bench", str(FAKES / "bench_fake.py"),
+               "--backend", str(FAKES / "fake_backend.py"), "-o", str(tmp_path / "out"), *extra]
+    return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=120)
+
+
+def calls(tmp_path):
+    log = tmp_path / "calls.log"
+    return log.read_text().split("\n")[:-1] if log.exists() else []
+
+
+def journal_entries(tmp_path):
+    return [json.loads(line) for line in (tmp_path / "out" / "moe.journal.jsonl").read_text().splitlines()]
+
+
+def test_tables_hold_the_fastest_candidate_per_key_on_two_workers(world):
+    result = tune(world, "--gpus", "2")
+    assert result.returncode == 0, result.stderr
+    table = json.loads((world[2] / "out" / "moe.json").read_text())
+    assert table["schema"] == "taot.tuning" and table["kernel"] == "moe" and table["device"] == "Fake GPU 80GB"
+    assert table["key"] == ["M"]
+    chosen = {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
+    assert chosen == BEST
+    for entry in table["entries"]:
+        assert entry["config"] == CONFIGS[BEST[entry["key"][0]]]  # both fields vary, both are given
+    vllm = json.loads((world[2] / "out" / "device_name=Fake_GPU_80GB.json").read_text())
+    assert {key: value for key, value in vllm.items() if key != "triton_version"} == \
+        {str(m): CONFIGS[best] for m, best in BEST.items()}
+    assert "picks the tuned variant for 4 of 4 shapes" in result.stderr
+    # Early stopping: the 2x-3x candidates are timed only briefly, unless timed before the best was known.
+    full = [line for line in calls(world[2]) if line.endswith("full")]
+    assert len(full) < 4 * len(CONFIGS)
+    statuses = [e["status"] for e in journal_entries(world[2]) if "result" in e]
+    assert statuses.count("ok") + statuses.count("pruned") == 4 * len(CONFIGS) and "pruned" in statuses
+
+
+def test_the_vllm_json_is_read_back_by_the_tuning_loader(world):
+    result = tune(world)
+    assert result.returncode == 0, result.stderr
+    path = world[2] / "out" / "device_name=Fake_GPU_80GB.json"
+    loaded = json.loads(path.read_text())
+    assert sorted(int(k) for k in loaded if k != "triton_version") == sorted(BEST)
+
+
+def test_gate_crash_hang_and_fatal_are_recorded_and_skipped(world):
+    changes = {"wrong": [[1, "v0"]], "crash": [[16, "v3"]], "hang": [[64, "v4"]], "fatal": [[256, "v5"]],
+               "filtered": [[1, "v1"]]}
+    result = tune(world, "--candidate-timeout", "3", plan_changes=changes)
+    assert result.returncode == 0, result.stderr
+    results = {(e["task"], e["result"]): e for e in journal_entries(world[2]) if "result" in e}
+    assert results[(0, "v0")]["status"] == "wrong" and "differ" in results[(0, "v0")]["detail"]
+    assert results[(0, "v1")]["status"] == "filtered"
+    assert results[(1, "v3")]["status"] == "crashed" and "status 9" in results[(1, "v3")]["detail"]
+    assert results[(2, "v4")]["status"] == "hung"
+    assert results[(3, "v5")]["status"] == "crashed"  # a fatal driver error ends the worker after the report
+    table = json.loads((world[2] / "out" / "moe.json").read_text())
+    chosen = {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
+    assert all(chosen[m] != BEST[m] for m in BEST)  # the failed best is never chosen
+    assert chosen[1] == "v2"  # v0 wrong, v1 filtered: the next fastest
+    assert "restarting" in result.stderr
+
+
+def test_resume_times_only_what_the_journal_lacks(world):
+    assert tune(world).returncode == 0
+    path = world[2] / "out" / "moe.journal.jsonl"
+    lines = path.read_text().splitlines()
+    # Cut the run short inside task 2: drop its later lines and the tasks after it, end on a half line.
+    task2_begin = next(i for i, line in enumerate(lines) if '"begin": true' in line and '"task": 2' in line)
+    kept = lines[:task2_begin + 4]
+    path.write_text("\n".join(kept) + "\n" + lines[task2_begin + 4][:20])
+    done_before = {(e["task"], e["result"]) for e in map(json.loads, kept[1:]) if "result" in e}
+    (world[2] / "calls.log").unlink()
+    again = tune(world)
+    assert again.returncode == 1 and "--resume" in again.stderr
+    resumed = tune(world, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    timed = {(int(line.split()[0]), line.split()[1]) for line in calls(world[2])}
+    m_of = {0: 1, 1: 16, 2: 64, 3: 256}
+    assert not {(m_of[task], candidate) for task, candidate in done_before} & timed
+    assert {m for m, _ in timed} == {64, 256}
+    table = json.loads((world[2] / "out" / "moe.json").read_text())
+    assert {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]} == BEST
+
+
+def test_resume_on_another_device_is_refused(world):
+    assert tune(world).returncode == 0
+    result = tune(world, "--resume", plan_changes={"device": "Other GPU"})
+    assert result.returncode == 1
+    assert "measured on a Fake GPU 80GB" in result.stderr and "--restart" in result.stderr
+
+
+def test_restart_discards_the_journal(world):
+    assert tune(world).returncode == 0
+    (world[2] / "calls.log").unlink()
+    assert tune(world, "--restart").returncode == 0
+    assert len({line.split()[1] for line in calls(world[2])}) == len(CONFIGS)
+
+
+def test_usage_errors(world):
+    result = tune(world, "--prune-ratio", "0.5")
+    assert result.returncode == 2 and "--prune-ratio 0.5" in result.stderr
+    result = tune(world, "--gpus", "x")
+    assert result.returncode == 1 and "--gpus x" in result.stderr
+    result = tune(world, "--kernel", "nope")
+    assert result.returncode == 1 and "nope" in result.stderr

@@ -1,0 +1,61 @@
+"""A measuring backend for `taot tune --backend`, for tests of the tuner's bookkeeping without a GPU.
+Its world is the JSON file named by $FAKE_TUNE_PLAN:
+  {"device": NAME, "candidates": [{"id", "config"}], "times": {"<M>": {id: ms}},
+   "wrong": [[M, id]], "filtered": [[M, id]], "crash": [[M, id]], "hang": [[M, id]], "fatal": [[M, id]]}
+Every timing call is appended to $FAKE_TUNE_LOG as "M id quick|full" (quick: rep_ms below 10)."""
+import json
+import os
+import time
+
+
+class FakeBackend:
+    def __init__(self, settings):
+        self.plan = json.loads(open(os.environ["FAKE_TUNE_PLAN"]).read())
+        self.device_name = self.plan.get("device", "Fake GPU")
+        self.candidates = self.plan["candidates"]
+        self.table = None
+
+    def _listed(self, name, m, candidate_id):
+        return [m, candidate_id] in self.plan.get(name, [])
+
+    def begin(self, shape):
+        from taot.tuner import Candidate
+
+        self.m = shape["M"]
+        every = [Candidate(c["id"], c["config"], index) for index, c in enumerate(self.candidates)]
+        filtered = [c for c in every if self._listed("filtered", self.m, c.id)]
+        return [self.m], [c for c in every if c not in filtered], filtered
+
+    def filter_reasons(self, filtered):
+        return ["needs 300000 bytes of shared memory" for _ in filtered]
+
+    def gate(self, candidate):
+        if self._listed("crash", self.m, candidate.id):
+            os._exit(9)
+        if self._listed("hang", self.m, candidate.id):
+            time.sleep(3600)
+        if self._listed("fatal", self.m, candidate.id):
+            raise self.FatalError("CUDA_ERROR_ILLEGAL_ADDRESS")
+        if self._listed("wrong", self.m, candidate.id):
+            return ["out: 3 of 64 elements differ"]
+        return []
+
+    def time(self, candidate, timing):
+        with open(os.environ["FAKE_TUNE_LOG"], "a") as log:
+            log.write(f"{self.m} {candidate.id} {'quick' if timing['rep_ms'] < 10 else 'full'}\n")
+        ms = self.plan["times"][str(self.m)][candidate.id]
+        return [ms * 1.01, ms, ms * 0.99]
+
+    def load_table(self, path):
+        self.table = json.loads(open(path).read())
+
+    def choose(self, shape):
+        entries = self.table["entries"]
+        entry = min(entries, key=lambda e: (abs(e["key"][0] - shape["M"]), e["key"][0]))
+        for candidate in self.candidates:
+            if all(candidate["config"].get(k) == v for k, v in entry["config"].items()):
+                return candidate["id"]
+        return None
+
+
+BACKEND = FakeBackend
