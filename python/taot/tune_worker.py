@@ -41,20 +41,27 @@ def run_task(backend, task, shape, skip, screening, emit):
         if candidate.id in skip:
             continue
         emit({"start": candidate.id})
-        problems = backend.gate(candidate)
-        if problems:
-            emit({"result": candidate.id, "status": "wrong", "detail": "; ".join(problems)})
-            continue
-        quick = _median(backend.time(candidate, screening.quick))
-        if quick > best * screening.prune_ratio:
-            emit({"result": candidate.id, "status": "pruned", "median_ms": quick,
-                  "detail": f"quick median {quick:.5g} ms > {screening.prune_ratio:g} x best {best:.5g} ms"})
-            continue
-        samples = backend.time(candidate, screening.full)
-        median = _median(samples)
-        best = min(best, median)
-        emit({"result": candidate.id, "status": "ok", "median_ms": median, "samples": len(samples)})
+        try:
+            outcome = _measure(backend, candidate, screening, best)
+        except (ValueError, TypeError) as error:  # the launch was refused: this candidate only
+            outcome = {"status": "error", "detail": f"{type(error).__name__}: {error}"}
+        if outcome["status"] == "ok":
+            best = min(best, outcome["median_ms"])
+        emit({"result": candidate.id, **outcome})
     emit({"end": task})
+
+
+def _measure(backend, candidate, screening, best):
+    """One candidate's outcome (without its id): the gate, the quick timing, the full one."""
+    problems = backend.gate(candidate)
+    if problems:
+        return {"status": "wrong", "detail": "; ".join(problems)}
+    quick = _median(backend.time(candidate, screening.quick))
+    if quick > best * screening.prune_ratio:
+        return {"status": "pruned", "median_ms": quick,
+                "detail": f"quick median {quick:.5g} ms > {screening.prune_ratio:g} x best {best:.5g} ms"}
+    samples = backend.time(candidate, screening.full)
+    return {"status": "ok", "median_ms": _median(samples), "samples": len(samples)}
 
 
 def _median(samples):

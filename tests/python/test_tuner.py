@@ -101,7 +101,7 @@ def test_the_vllm_json_is_read_back_by_the_tuning_loader(world):
 
 def test_gate_crash_hang_and_fatal_are_recorded_and_skipped(world):
     changes = {"wrong": [[1, "v0"]], "crash": [[16, "v3"]], "hang": [[64, "v4"]], "fatal": [[256, "v5"]],
-               "filtered": [[1, "v1"]]}
+               "filtered": [[1, "v1"]], "refused": [[1, "v2"]]}
     result = tune(world, "--candidate-timeout", "3", plan_changes=changes)
     assert result.returncode == 0, result.stderr
     results = {(e["task"], e["result"]): e for e in journal_entries(world[2]) if "result" in e}
@@ -113,7 +113,8 @@ def test_gate_crash_hang_and_fatal_are_recorded_and_skipped(world):
     table = json.loads((world[2] / "out" / "moe.json").read_text())
     chosen = {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
     assert all(chosen[m] != BEST[m] for m in BEST)  # the failed best is never chosen
-    assert chosen[1] == "v2"  # v0 wrong, v1 filtered: the next fastest
+    assert results[(0, "v2")]["status"] == "error" and "does not accept" in results[(0, "v2")]["detail"]
+    assert chosen[1] == "v3"  # v0 wrong, v1 filtered, v2 refused: the next fastest
     assert "restarting" in result.stderr
 
 

@@ -1,7 +1,8 @@
 """A measuring backend for `taot tune --backend`, for tests of the tuner's bookkeeping without a GPU.
 Its world is the JSON file named by $FAKE_TUNE_PLAN:
   {"device": NAME, "candidates": [{"id", "config"}], "times": {"<M>": {id: ms}},
-   "wrong": [[M, id]], "filtered": [[M, id]], "crash": [[M, id]], "hang": [[M, id]], "fatal": [[M, id]]}
+   "wrong": [[M, id]], "filtered": [[M, id]], "crash": [[M, id]], "hang": [[M, id]], "fatal": [[M, id]],
+   "refused": [[M, id]]}
 Every timing call is appended to $FAKE_TUNE_LOG as "M id quick|full" (quick: rep_ms below 10)."""
 import json
 import os
@@ -36,6 +37,8 @@ class FakeBackend:
             time.sleep(3600)
         if self._listed("fatal", self.m, candidate.id):
             raise self.FatalError("CUDA_ERROR_ILLEGAL_ADDRESS")
+        if self._listed("refused", self.m, candidate.id):
+            raise ValueError("fused_moe_kernel: variant 3 does not accept BLOCK_SIZE_M=256 here")
         if self._listed("wrong", self.m, candidate.id):
             return ["out: 3 of 64 elements differ"]
         return []
