@@ -455,3 +455,26 @@ def test_the_documentation_lists_every_field():
         assert row is not None, f"docs/bench-file.md has no row for {field.name}"
         for name in field.module_names:
             assert f"`{name}" in row, f"docs/bench-file.md's row for {field.name} does not name {name}"
+
+
+@pytest.mark.parametrize("example", ["vector_add", "matmul", "softmax"])
+def test_example_bench_files_load_and_name_their_specs_kernels(example):
+    from taot.spec import load_spec
+    torch_before = "torch" in sys.modules
+    folder = REPO / "examples" / example
+    bench = load_bench_file(folder / f"bench_{example}.py")
+    spec = load_spec(folder / f"{example}.toml")
+    assert bench.library == spec.name == example
+    bench.check_library(spec.name, [kernel.name for kernel in spec.kernels])
+    kernel_specs = {kernel.name: kernel for kernel in spec.kernels}
+    for kernel in bench.kernels:
+        parameters = runtime_parameters(kernel_specs[kernel.name])
+        assert [parameters[p] for p in kernel.output_positions(parameters)] == spec_outputs(kernel_specs[kernel.name])
+    if example == "softmax":  # every width has a compiled block that holds the row
+        (softmax,) = bench.kernels
+        block_sizes = next(arg.choices for arg in kernel_specs["softmax"].args if arg.name == "BLOCK_SIZE")
+        assert sorted({shape["cols"] for shape in softmax.shapes}) == list(block_sizes)
+        assert softmax.bytes_of(softmax.shapes[0]) == 2 * 4096 * 128 * 2
+        assert list(softmax.baselines) == ["torch", "triton"] and softmax.metric == "gbps"
+    if not torch_before:
+        assert "torch" not in sys.modules
