@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from .benchfile import load_bench_file
+from .benchfile import Shape, load_bench_file
 from .errors import TaotError
 from .fsutil import write_atomically
 
@@ -160,7 +160,8 @@ def make_backend(settings):
 
 
 def load_shapes(settings):
-    return list(load_bench_file(settings["bench"]).kernel(settings["kernel"]).tune_shapes)
+    """The tasks' shapes, as the coordinator chose them (its --where applied), by task index."""
+    return [Shape(shape.items()) for shape in settings["shapes"]]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -199,7 +200,7 @@ class Journal:
         if not entries or "header" not in entries[0]:
             raise TaotError(f"{self.path}: not a taot tune journal (no header line)")
         old = entries[0]["header"]
-        for name in ("schema", "library", "kernel", "key"):
+        for name in ("schema", "library", "kernel", "key", "shapes"):
             if old.get(name) != header.get(name):
                 raise TaotError(f"{self.path}: the journal is of another run ({name} {old.get(name)!r}, now "
                                 f"{header.get(name)!r}); give --restart to start over")

@@ -26,7 +26,7 @@ def taot_bench(*arguments):
 
 def test_usage_errors_name_the_option_and_value(tmp_path):
     result = taot_bench(tmp_path, "--bench", VECTOR_ADD_BENCH, "--where", "n4096")
-    assert result.returncode == 2 and "--where n4096: expected DIM=VALUE" in result.stderr
+    assert result.returncode == 2 and "--where n4096: expected DIM=VALUE[,VALUE...]" in result.stderr
     result = taot_bench(tmp_path, "--bench", VECTOR_ADD_BENCH, "--peak", "gbps=fast")
     assert result.returncode == 2 and "gbps=fast" in result.stderr
     result = taot_bench(tmp_path, "--bench", VECTOR_ADD_BENCH, "--rep-ms", "0")
@@ -56,11 +56,11 @@ def test_variant_selection_and_shape_filters():
     assert bench.parse_variant_selection("auto, 3,add_kernel_x") == ["auto", 3, "add_kernel_x"]
     assert bench.parse_variant_selection("all") == ["all"]
     bench_file = load_bench_file(VECTOR_ADD_BENCH)
-    keep = shape_filter([("n", "4096"), ("dtype", "bf16")], bench_file)
+    keep = shape_filter([("n", {"4096", "16384"}), ("dtype", {"bf16"})], bench_file)
     kept = [shape for shape in bench_file.kernels[0].shapes if keep(shape)]
-    assert [dict(shape) for shape in kept] == [{"n": 4096, "dtype": "bf16"}]
+    assert [dict(shape) for shape in kept] == [{"n": 4096, "dtype": "bf16"}, {"n": 16384, "dtype": "bf16"}]
     with pytest.raises(TaotError, match="has no dimension size; its dimensions: dtype, n"):
-        shape_filter([("size", "1")], bench_file)
+        shape_filter([("size", {"1"})], bench_file)
 
 
 class FakeKernel:

@@ -161,3 +161,12 @@ def test_usage_errors(world):
     assert result.returncode == 1 and "--gpus x" in result.stderr
     result = tune(world, "--kernel", "nope")
     assert result.returncode == 1 and "nope" in result.stderr
+
+
+def test_where_tunes_some_shapes_and_a_journal_of_others_is_refused(world):
+    result = tune(world, "--where", "M=16,256")
+    assert result.returncode == 0, result.stderr
+    table = json.loads((world[2] / "out" / "moe.json").read_text())
+    assert {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]} == {16: "v3", 256: "v5"}
+    again = tune(world, "--resume", "--where", "M=1")
+    assert again.returncode == 1 and "the journal is of another run (shapes" in again.stderr

@@ -21,8 +21,7 @@ def add_arguments(parser):
                              "variant), or variant indices and ids, comma-separated (auto,3,7)")
     parser.add_argument("--baselines", metavar="LIST",
                         help="the file's baselines to time, comma-separated (default: all; none: no baseline)")
-    parser.add_argument("--where", action="append", default=[], metavar="DIM=VALUE",
-                        help="only shapes with this dimension value (repeatable; values as the file writes them)")
+    add_where_argument(parser)
     parser.add_argument("--graph", action="store_true", help="time CUDA-graph replays (the L2 is still flushed)")
     parser.add_argument("--no-flush", action="store_true", help="do not flush the L2 between reps")
     parser.add_argument("--warmup-ms", type=float, default=25.0, metavar="MS", help="warm-up GPU time (default 25)")
@@ -52,20 +51,33 @@ def check(parser, arguments):
         arguments.peak_override = stats.parse_peak_override(arguments.peak) if arguments.peak else None
     except TaotError as error:
         parser.error(str(error))
-    arguments.filters = []
-    for item in arguments.where:
-        name, equals, value = item.partition("=")
-        if not equals or not name.strip():
-            parser.error(f"--where {item}: expected DIM=VALUE")
-        arguments.filters.append((name.strip(), value.strip()))
+    arguments.filters = parse_where(parser, arguments.where)
     if arguments.baselines is not None:
         arguments.baselines = [] if arguments.baselines == "none" else \
             [name.strip() for name in arguments.baselines.split(",") if name.strip()]
 
 
+def add_where_argument(parser):
+    parser.add_argument("--where", action="append", default=[], metavar="DIM=VALUE[,VALUE...]",
+                        help="only shapes whose dimension DIM has one of these values (repeatable: all must hold; "
+                             "values as the file writes them)")
+
+
+def parse_where(parser, items):
+    """--where's DIM=VALUE[,VALUE...] items as (DIM, {VALUE, ...}); a malformed one is a usage error."""
+    filters = []
+    for item in items:
+        name, equals, values = item.partition("=")
+        values = {value.strip() for value in values.split(",") if value.strip()}
+        if not equals or not name.strip() or not values:
+            parser.error(f"--where {item}: expected DIM=VALUE[,VALUE...]")
+        filters.append((name.strip(), values))
+    return filters
+
+
 def shape_filter(filters, bench_file):
-    """A predicate keeping the shapes whose dimensions match every DIM=VALUE (compared as text, so
-    that 4096 and "bf16" both match what the file writes); unknown dimensions are an error."""
+    """A predicate keeping the shapes whose dimensions match every (DIM, values) filter (compared as
+    text, so that 4096 and "bf16" both match what the file writes); unknown dimensions are an error."""
     if not filters:
         return None
     dims = {name for kernel in bench_file.kernels for name in kernel.dims}
@@ -73,7 +85,7 @@ def shape_filter(filters, bench_file):
         if name not in dims:
             raise TaotError(f"--where {name}=...: {bench_file.label} has no dimension {name}; its dimensions: "
                             f"{', '.join(sorted(dims))}")
-    return lambda shape: all(name in shape and str(shape[name]) == value for name, value in filters)
+    return lambda shape: all(name in shape and str(shape[name]) in values for name, values in filters)
 
 
 def run(arguments):

@@ -10,6 +10,7 @@ from .. import tuner
 from ..benchfile import load_bench_file
 from ..errors import TaotError
 from ..library_module import manifest_kernels
+from .bench import add_where_argument, parse_where, shape_filter
 from .compile import positive_int
 
 
@@ -19,6 +20,7 @@ def add_arguments(parser):
     parser.add_argument("--bench", required=True, metavar="FILE", help="the bench file (docs/bench-file.md): its "
                         "TUNE_SHAPES (default: its sweep), make_args, reference and tolerance")
     parser.add_argument("--kernel", metavar="NAME", help="the kernel to tune (default: the file's one kernel)")
+    add_where_argument(parser)
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="where the tables and the journal go (default: LIBRARY/tuning)")
     parser.add_argument("--gpus", default="all", metavar="LIST",
@@ -61,6 +63,7 @@ def check(parser, arguments):
         parser.error(f"--prune-ratio {arguments.prune_ratio}: expected 1 or more (0: no pruning)")
     if arguments.resume and arguments.restart:
         parser.error("--resume and --restart: give one")
+    arguments.filters = parse_where(parser, arguments.where)
 
 
 def gpu_list(text):
@@ -114,7 +117,11 @@ def run(arguments):
                 "bench": str(Path(arguments.bench).resolve()), "key": list(info.tuning_key), "full": full,
                 "quick": quick, "prune_ratio": arguments.prune_ratio or float("inf"),
                 "check": not arguments.no_check, "backend": arguments.backend and str(Path(arguments.backend).resolve())}
-    shapes = list(kernel_bench.tune_shapes)
+    keep = shape_filter(arguments.filters, bench_file)
+    shapes = [shape for shape in kernel_bench.tune_shapes if keep is None or keep(shape)]
+    if not shapes:
+        raise TaotError(f"no tune shape of {bench_file.label} matches --where")
+    settings["shapes"] = [dict(shape) for shape in shapes]
     journal_path = output / f"{kernel_name}.journal.jsonl"
     if arguments.restart and journal_path.exists():
         journal_path.unlink()
