@@ -20,6 +20,7 @@ class Implementation:
     kind: str  # bench_report.KINDS
     variant: int = None
     function: object = None
+    optional: bool = False  # from `all`: a variant that does not take a shape's arguments is left out quietly
 
 
 @dataclasses.dataclass
@@ -48,7 +49,7 @@ def implementations(kernel_name, kernel, kernel_bench, selection, baselines):
         if item == AUTOMATIC:
             chosen.append(Implementation(AUTOMATIC, "auto"))
         elif item == ALL_VARIANTS:
-            chosen += [Implementation(v["id"], "variant", v["index"]) for v in variants]
+            chosen += [Implementation(v["id"], "variant", v["index"], optional=True) for v in variants]
         elif isinstance(item, int):
             if item >= len(variants):
                 raise TaotError(f"--variants {item}: kernel {kernel_name} has {len(variants)} variants "
@@ -142,6 +143,8 @@ def run_bench(library, bench_file, *, kernels=None, selection=(AUTOMATIC,), base
             label = f"[{step}/{len(plan)}] {kernel_bench.name} {shape.label} {implementation.name}"
             try:
                 samples = _check_and_time(kernel, implementation, cache, shape, settings, device, check)
+            except _NotApplicable:
+                continue
             except _Skipped as skipped:
                 problems.append(f"{kernel_bench.name} {shape.label} {implementation.name}: {skipped}")
                 say(f"{label}: {skipped}")
@@ -159,6 +162,10 @@ def run_bench(library, bench_file, *, kernels=None, selection=(AUTOMATIC,), base
 
 class _Skipped(Exception):
     """An implementation that cannot be timed at a shape: a wrong result or a failed launch."""
+
+
+class _NotApplicable(Exception):
+    """A variant that `all` brought in but that does not take this shape's arguments (another dtype)."""
 
 
 def _check_and_time(kernel, implementation, cache, shape, settings, device, check):
@@ -179,6 +186,11 @@ def _check_and_time(kernel, implementation, cache, shape, settings, device, chec
         if cache.dependent_values(chosen) != cache.dependent_values(config):
             args, guard, expected = cache.entry(shape, chosen)
     keywords = {"variant": implementation.variant} if implementation.kind == "variant" else {}
+    if implementation.optional:
+        try:
+            kernel.choose(*args, **keywords)
+        except (ValueError, TypeError):
+            raise _NotApplicable() from None
     if implementation.kind == "baseline":
         run = lambda: implementation.function(*args)  # noqa: E731
     else:

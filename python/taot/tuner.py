@@ -232,7 +232,8 @@ class Journal:
         os.fsync(self.file.fileno())
 
     def close(self):
-        self.file.close()
+        if not self.file.closed:
+            self.file.close()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -308,33 +309,44 @@ class Coordinator:
         self.started = time.monotonic()
         self.tasks_done_now = 0  # tasks finished by this run (not by the run resumed)
         self.failure = None
+        self.messages = queue.Queue()  # (worker, process, message) from every worker's reader thread
+        self.workers = []
 
     def run(self):
-        messages = queue.Queue()
-        workers = [_Worker(gpu, self.settings, messages) for gpu in self.options.gpus]
-        try:
-            self._loop(workers, messages)
-        finally:
-            for worker in workers:
-                worker.stop()
+        """Runs the pending tasks. The workers stay up for verify(); close() stops them."""
+        self.workers = [_Worker(gpu, self.settings, self.messages) for gpu in self.options.gpus]
+        self._loop(self.workers, self.messages)
         if self.failure:
             raise TaotError(self.failure)
 
+    def close(self):
+        for worker in self.workers:
+            worker.stop()
+        self.workers = []
+
     def verify(self, table_path, expectations):
-        """Loads the table into a fresh worker and asks its automatic choice for each task's shape;
-        returns [(task, expected id, chosen id)] where they differ. `expectations`: [(task, id)]."""
-        messages = queue.Queue()
-        worker = _Worker(self.options.gpus[0], self.settings, messages)
+        """Loads the table into a worker (the first of run()'s, else a fresh one) and asks its automatic
+        choice for each task's shape; returns [(task, expected id, chosen id)] where they differ.
+        `expectations`: [(task, id)]."""
+        alive = [w for w in self.workers if w.process.poll() is None]
+        worker = alive[0] if alive else _Worker(self.options.gpus[0], self.settings, self.messages)
+        if not alive:
+            self.workers.append(worker)
         worker.task = -1  # busy: an exit now is a failure
+        request = {"verify": str(table_path), "tasks": [list(e) for e in expectations]}
+        if alive:
+            worker.send(request)
         try:
             while True:
-                _, process, message = messages.get(timeout=max(60.0, self.options.candidate_timeout))
+                source, process, message = self.messages.get(timeout=max(60.0, self.options.candidate_timeout))
+                if source is not worker or process is not worker.process:
+                    continue
                 if "ready" in message:
                     measured_on = self.device or self.journal.device
                     if measured_on and message["ready"]["device"] != measured_on:
                         raise TaotError(f"{self.journal.path}: measured on a {measured_on}; GPU {worker.gpu} is a "
                                         f"{message['ready']['device']}; give --restart to tune this device")
-                    worker.send({"verify": str(table_path), "tasks": [list(e) for e in expectations]})
+                    worker.send(request)
                 elif "verified" in message:
                     chosen = dict((task, variant) for task, variant in message["verified"])
                     return [(task, want, chosen[task]) for task, want in expectations if chosen[task] != want]
@@ -344,7 +356,6 @@ class Coordinator:
             raise TaotError("checking the table's choices: the worker did not answer") from None
         finally:
             worker.task = None
-            worker.stop()
 
     def _assign(self, worker):
         if not self.pending:

@@ -13,7 +13,7 @@ def main(paths):
     except ImportError:
         pass
     passed = failed = 0
-    for path in paths:
+    for path in (p for p in paths if not p.startswith("-")):  # options are pytest's
         spec = importlib.util.spec_from_file_location(Path(path).stem, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -33,10 +33,10 @@ def add_arguments(parser):
     parser.add_argument("--prune-ratio", type=float, default=1.3, metavar="R",
                         help="a candidate whose quick time is more than R x the best so far is not timed in full "
                              "(default 1.3; 0 times every candidate in full)")
-    parser.add_argument("--warmup-ms", type=float, default=5.0, metavar="MS", help="full timing's warm-up (default 5)")
-    parser.add_argument("--rep-ms", type=float, default=20.0, metavar="MS", help="full timing's reps (default 20)")
-    parser.add_argument("--quick-ms", type=float, default=2.0, metavar="MS",
-                        help="the quick timing's warm-up and reps, each (default 2)")
+    parser.add_argument("--warmup-ms", type=float, default=2.0, metavar="MS", help="full timing's warm-up (default 2)")
+    parser.add_argument("--rep-ms", type=float, default=10.0, metavar="MS", help="full timing's reps (default 10)")
+    parser.add_argument("--quick-ms", type=float, default=1.0, metavar="MS",
+                        help="the quick timing's warm-up and reps, each (default 1)")
     parser.add_argument("--graph", action="store_true", help="time CUDA-graph replays")
     parser.add_argument("--launches-per-rep", type=positive_int, default=1, metavar="N",
                         help="launches per timed rep (default 1)")
@@ -139,28 +139,30 @@ def run(arguments):
     try:
         if coordinator.pending:
             coordinator.run()
-    except KeyboardInterrupt:
         journal.close()
+        say(f"measured {len(shapes) - done_before} keys in {time.monotonic() - started:.1f} s")
+        device = coordinator.device or journal.device or ""
+        paths, entries, unresolved = tuner.write_tables(output, kernel_name, library_name, device, info.tuning_key,
+                                                        journal, settings, arguments.vllm_json)
+        print_summary(entries, journal)
+        for path in paths:
+            say(f"wrote {path}")
+        for task, key in unresolved:
+            print(f"key {key} ({dict(shapes[task])}): no candidate passed the gate; not in the table", file=sys.stderr)
+        expectations = [(task, tuner.best_result(journal.tasks[task])["result"])
+                        for task in sorted(journal.tasks) if tuner.best_result(journal.tasks[task])]
+        differences = coordinator.verify(paths[0], expectations)
+    except KeyboardInterrupt:
         raise KeyboardInterrupt(f"the journal {journal_path} keeps what was measured; --resume goes on") from None
-    journal.close()
-    say(f"measured {len(shapes) - done_before} keys in "
-        f"{time.monotonic() - started:.1f} s")
-    device = coordinator.device or journal.device or ""
-    paths, entries, unresolved = tuner.write_tables(output, kernel_name, library_name, device, info.tuning_key,
-                                                    journal, settings, arguments.vllm_json)
-    print_summary(entries, journal)
-    for path in paths:
-        say(f"wrote {path}")
-    for task, key in unresolved:
-        print(f"key {key} ({dict(shapes[task])}): no candidate passed the gate; not in the table", file=sys.stderr)
-    expectations = [(task, journal.tasks[task]["results"] and tuner.best_result(journal.tasks[task])["result"])
-                    for task in sorted(journal.tasks) if tuner.best_result(journal.tasks[task])]
-    differences = coordinator.verify(paths[0], expectations)
+    finally:
+        journal.close()
+        coordinator.close()
     for task, wanted, chosen in differences:
         print(f"check: with the table loaded, shape {dict(shapes[task])} chooses {chosen}, not the tuned {wanted} "
               f"(another shape with the same key, or a rule the table cannot express)", file=sys.stderr)
     say(f"check: the automatic choice with the table loaded picks the tuned variant for "
-        f"{len(expectations) - len(differences)} of {len(expectations)} shapes")
+        f"{len(expectations) - len(differences)} of {len(expectations)} shapes; {time.monotonic() - started:.1f} s "
+        f"in all")
     return 1 if unresolved else 0
 
 

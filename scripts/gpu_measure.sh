@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Issue G on a GPU machine: `taot bench`, `taot tune` and `taot profile` through their commands, and
+# the figures (bench vs do_bench vs Nsight Compute; tune vs a JIT tuner). Builds the libraries it
+# needs with `taot build --python --build-library` into WORK (default build-gpu/), in parallel;
+# fused_moe_tune may come compiled in .carry/fused_moe_tune (its CMake build happens here).
+# PART selects what runs: build, tests, tune-figure, jit-figure (JIT_BATCH_SIZES, JIT_BUDGET_S,
+# JIT_PART name a slice of it), ncu-figure, or all (default). Logs go to $OUT (or WORK/logs).
+set -uo pipefail
+if [ -d "$(dirname "$0")/../.carry/nlohmann" ]; then
+  export CMAKE_PREFIX_PATH="$(cd "$(dirname "$0")/../.carry/nlohmann" && pwd)${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+fi
+cd "$(dirname "$0")/.."
+root=$PWD
+work=${WORK:-$root/build-gpu}
+logs=${OUT:-$work/logs}
+part=${PART:-all}
+mkdir -p "$work" "$logs"
+export TAOT_BIN=${TAOT_BIN:-$root/.carry/bin/taot}
+export TAOT_GPU_WORK=$work
+export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
+jobs=$(nproc)
+failures=0
+step() { echo; echo "=== $* ($(date +%T)) ==="; }
+fail() { echo "GPU MEASURE FAILURE: $*"; failures=$((failures + 1)); }
+
+# build SPEC LIBRARY: taot build with the Python module and its CMake build; log in WORK/LIBRARY.log.
+build() {
+  "$TAOT_BIN" build "$1" -o "$work/$2" -j "$jobs" --python --build-library --quiet > "$work/$2.log" 2>&1 \
+    || { tail -20 "$work/$2.log"; return 1; }
+}
+
+if [ "$part" = all ] || [ "$part" = build ]; then
+  step "build vector_add, softmax, matmul, fused_moe, fused_moe_tune"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  if [ -d .carry/fused_moe_tune ] && [ ! -d "$work/fused_moe_tune" ]; then cp -r .carry/fused_moe_tune "$work/"; fi
+  pids=()
+  for library in vector_add softmax matmul fused_moe; do
+    build "examples/$library/$library.toml" "$library" & pids+=($!)
+  done
+  build bench/specs/fused_moe_tune.toml fused_moe_tune & pids+=($!)
+  for pid in "${pids[@]}"; do wait "$pid" || fail "a library build (see $work/*.log)"; done
+  ls -d "$work"/*/build | head
+fi
+
+if [ "$part" = all ] || [ "$part" = tests ]; then
+  step "taot bench and taot tune through the command line"
+  python3 tests/gpu/run_python_tests.py -s tests/gpu/python/test_measure_commands.py 2>&1 | tee "$logs/measure_tests.log" \
+    | grep -E "auto/torch|TFLOP/s|keys in|shapes|passed|failed|FAIL|Error" | head -60
+  grep -q " 0 failed\|[0-9] passed in" "$logs/measure_tests.log" && ! grep -q "[1-9][0-9]* failed" "$logs/measure_tests.log" \
+    || fail "measure tests"
+  if [ -f tests/gpu/python/test_profile_moe.py ]; then
+    step "taot profile of the MoE layer"
+    PYTHONPATH=$work/fused_moe/build:$PYTHONPATH python3 tests/gpu/run_python_tests.py tests/gpu/python/test_profile_moe.py \
+      2>&1 | tail -40 || fail "profile test"
+  fi
+fi
+
+# The tune figure times the way benchmark_moe.py does (a CUDA graph of 10 launches, no L2 flush), so
+# that the JIT tuner's measurements of both tools' choices compare like with like.
+if [ "$part" = all ] || [ "$part" = tune-figure ]; then
+  step "figure: taot tune of fused_moe_tune (graph of 10 launches, no flush), wall time"
+  start=$(date +%s%N)
+  python3 -m taot tune "$work/fused_moe_tune" --bench examples/fused_moe/bench_fused_moe.py -o "$logs/tune" --restart \
+    --graph --launches-per-rep 10 --no-flush 2>&1 | tail -28 || fail "taot tune"
+  echo "$(( ($(date +%s%N) - start) / 1000000 ))" > "$logs/taot_tune_wall_ms"
+  echo "taot tune wall: $(cat "$logs/taot_tune_wall_ms") ms"
+fi
+if [ "$part" = all ] || [ "$part" = jit-figure ]; then
+  step "figure: the JIT tuner (benchmark_moe.py's method), batch sizes ${JIT_BATCH_SIZES:-all}"
+  python3 bench/moe_tune_jit.py --json "$logs/jit_tune${JIT_PART:-}.json" \
+    ${JIT_BATCH_SIZES:+--batch-sizes $JIT_BATCH_SIZES} --budget-s "${JIT_BUDGET_S:-500}" 2>&1 | tail -30 || fail "JIT tuner"
+fi
+if [ "$part" = all ] || [ "$part" = ncu-figure ]; then
+  step "figure: taot bench vs do_bench vs Nsight Compute"
+  PYTHONPATH=$work/vector_add/build:$work/softmax/build:$work/matmul/build:$PYTHONPATH \
+    python3 bench/bench_vs_do_bench_ncu.py --json "$logs/three_ways.json" 2>&1 | tail -30 || fail "three ways"
+fi
+echo
+echo "gpu_measure.sh: $failures failure(s)"
+exit $((failures > 0))
