@@ -15,7 +15,7 @@ FAKES = Path(__file__).resolve().parent / "tune_fakes"
 CONFIGS = {f"v{i}": {"BLOCK": block, "num_warps": warps}
            for i, (block, warps) in enumerate((b, w) for b in (16, 32, 64) for w in (4, 8))}
 # The fastest candidate per M: v0 at M=1, v3 at 16, v4 at 64, v5 at 256; the others are 1.1x to 3x
-# slower, so that some are pruned with the default ratio (1.3).
+# slower, so that some are pruned with the default ratio (1.15).
 FACTORS = [1.0, 1.1, 1.5, 2.0, 2.5, 3.0]
 BEST = {1: "v0", 16: "v3", 64: "v4", 256: "v5"}
 

@@ -30,9 +30,9 @@ def add_arguments(parser):
     parser.add_argument("--candidate-timeout", type=float, default=60.0, metavar="S",
                         help="seconds one candidate may take before its worker is killed and it is recorded as hung "
                              "(default 60)")
-    parser.add_argument("--prune-ratio", type=float, default=1.3, metavar="R",
+    parser.add_argument("--prune-ratio", type=float, default=1.15, metavar="R",
                         help="a candidate whose quick time is more than R x the best so far is not timed in full "
-                             "(default 1.3; 0 times every candidate in full)")
+                             "(default 1.15; 0 times every candidate in full)")
     parser.add_argument("--warmup-ms", type=float, default=2.0, metavar="MS", help="full timing's warm-up (default 2)")
     parser.add_argument("--rep-ms", type=float, default=10.0, metavar="MS", help="full timing's reps (default 10)")
     parser.add_argument("--quick-ms", type=float, default=1.0, metavar="MS",
