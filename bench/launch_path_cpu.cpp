@@ -3,6 +3,11 @@
 // Runs anywhere (no GPU); run it under `valgrind --tool=callgrind` for instructions per launch.
 // Prints ns per launch for the automatic vector_add launch and for the same kernel with rules and a
 // 20-entry tuned table (RuledAddKernel), side by side, interleaved rounds, medians.
+// `bench_launch_path_cpu [LAUNCHES] [off|observer|profile]`: with no observer (the default), with an
+// observer whose callbacks do nothing, or with the profiler on ($TAOT_PROFILE set before the first
+// launch; the trace of every launch is written at exit to /tmp/taot_launch_path_cpu.trace.json, and
+// the profiler keeps every launch until then: give it 100000 launches, not millions), to compare
+// instructions per launch.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +18,7 @@
 #include <vector>
 
 #include "ruled_add_kernel.h"
+#include "taot/c_api.h"
 #include "taot/driver_api.h"
 #include "vector_add.h"
 
@@ -74,6 +80,18 @@ CUresult launch(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, un
                 void**) {
   return CUDA_SUCCESS;
 }
+// Events, for the profiler: every one the same handle, 1 us apart.
+CUresult event_create(CUevent* event, unsigned) {
+  *event = reinterpret_cast<CUevent>(0x4000);
+  return CUDA_SUCCESS;
+}
+CUresult event_record(CUevent, CUstream) { return CUDA_SUCCESS; }
+CUresult event_synchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult event_elapsed(float* milliseconds, CUevent, CUevent) {
+  *milliseconds = 0.001f;
+  return CUDA_SUCCESS;
+}
+CUresult event_destroy(CUevent) { return CUDA_SUCCESS; }
 
 taot::driver::Api api() {
   taot::driver::Api table;
@@ -93,6 +111,11 @@ taot::driver::Api api() {
   table.cuStreamIsCapturing = capturing;
   table.cuCtxSynchronize = synchronize;
   table.cuLaunchKernel = launch;
+  table.cuEventCreate = event_create;
+  table.cuEventRecord = event_record;
+  table.cuEventSynchronize = event_synchronize;
+  table.cuEventElapsedTime = event_elapsed;
+  table.cuEventDestroy = event_destroy;
   return table;
 }
 }  // namespace null_driver
@@ -102,10 +125,23 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+void ignore_begin(const taot_launch_info*, void*) {}
+void ignore_end(const taot_launch_info*, taot_status, void*) {}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const long launches = argc > 1 ? std::atol(argv[1]) : 2000000;
+  const std::string mode = argc > 2 ? argv[2] : "off";
+  if (mode == "observer") {
+    const taot_launch_observer observer{ignore_begin, ignore_end, nullptr};
+    taot_set_launch_observer(&observer);
+  } else if (mode == "profile") {  // read at the first kernel's first use, below
+    ::setenv("TAOT_PROFILE", "/tmp/taot_launch_path_cpu.trace.json", 1);
+  } else if (mode != "off") {
+    std::fprintf(stderr, "usage: %s [LAUNCHES] [off|observer|profile]\n", argv[0]);
+    return 2;
+  }
   const taot::driver::Api api = null_driver::api();
   taot::driver::install_for_testing(&api);
   const taot::Ptr x(0x10000, taot::DType::fp32), y(0x20000, taot::DType::fp32), out(0x30000, taot::DType::fp32);
@@ -136,8 +172,8 @@ int main(int argc, char** argv) {
                         static_cast<double>(per_round));
     }
   }
-  std::printf("taot's CPU per launch over a null driver (%ld launches per path, %d interleaved rounds)\n",
-              per_round * kRounds, kRounds);
+  std::printf("taot's CPU per launch over a null driver (%ld launches per path, %d interleaved rounds, observer %s)\n",
+              per_round * kRounds, kRounds, mode.c_str());
   for (const Path& path : paths) std::printf("%-40s %8.1f ns (median of rounds)\n", path.name, median(path.ns));
   return 0;
 }

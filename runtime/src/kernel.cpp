@@ -14,6 +14,7 @@
 #include "kernel_state.h"
 #include "module_cache.h"
 #include "observer.h"
+#include "profiler.h"
 #include "scratch.h"
 #include "tensordesc.h"
 #include "taot/driver_api.h"
@@ -242,6 +243,7 @@ Kernel::~Kernel() {
 
 Expected<detail::KernelState*> Kernel::state() {
   if (detail::KernelState* state = state_.load(std::memory_order_acquire)) return state;
+  detail::start_profiler_if_requested();  // $TAOT_PROFILE, read once, before any kernel's first launch
   Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(*table_);
   if (!index.ok()) return std::move(index).take_status();
   auto* built = new detail::KernelState(std::move(index).value(), *table_);
@@ -450,7 +452,7 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
                       : selection.fields()      ? Step::config
                                                 : Step::fallback;
     info = taot_launch_info{table_->library, table_->name, variant.id, selected, static_cast<taot_step>(step),
-                            {grid_x, grid_y, grid_z}, stream, args, arg_count};
+                            {grid_x, grid_y, grid_z}, stream, args, arg_count, handle()};
     if (observer->begin != nullptr) observer->begin(&info, observer->user);
   }
   const auto observed = [&](Status status) {

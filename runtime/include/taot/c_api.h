@@ -205,8 +205,10 @@ taot_status taot_kernel_image(const taot_kernel* kernel, size_t variant_index, s
                               taot_image_info* info);
 
 /* A launch as an observer sees it (taot_set_launch_observer): the kernel, the variant chosen, the
- * step that chose it, the grid in programs, the stream and the call's arguments. Valid only during
- * the callback. */
+ * step that chose it, the grid in programs, the stream and the call's arguments. `kernel_handle`
+ * is the kernel itself, for what the info does not carry: its arguments' names
+ * (taot_kernel_arg_name(kernel_handle, i) names args[i]) and its variants. Valid only during the
+ * callback; fields added later go at the end. */
 typedef struct taot_launch_info {
   const char* library;
   const char* kernel;
@@ -217,6 +219,7 @@ typedef struct taot_launch_info {
   CUstream stream;
   const taot_arg* args;
   size_t arg_count;
+  const taot_kernel* kernel_handle;
 } taot_launch_info;
 
 /* Callbacks around every launch that reaches the driver, on the launching thread: `begin` just
@@ -232,6 +235,13 @@ typedef struct taot_launch_observer {
  * thread. With none installed a launch pays one atomic load and a branch. Thread-safe; an
  * observer being replaced may still see launches that started before. */
 void taot_set_launch_observer(const taot_launch_observer* observer);
+
+/* With $TAOT_PROFILE=PATH set (docs/profile.md), the runtime records every launch and writes the
+ * trace to PATH at exit; this writes it now (every launch so far, waiting for their times), for a
+ * program that will not exit normally or wants the file earlier. It may be called again: each
+ * call writes every launch since the start. TAOT_OK, doing nothing, when profiling is off; fails
+ * naming PATH when it cannot be written. Thread-safe. */
+taot_status taot_profile_flush(void);
 
 /* Introspection. Returned strings are owned by the library and live as long as the process. */
 const char* taot_kernel_name(const taot_kernel* kernel);

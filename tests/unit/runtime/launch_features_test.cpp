@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "add_call.h"
 #include "fake_driver.h"
 #include "taot/runtime.h"
 #include "test_table.h"
@@ -12,14 +13,6 @@
 namespace taot::testing {
 namespace {
 
-constexpr std::uint64_t kX = 0x7f0000001000, kY = 0x7f0000002000, kOut = 0x7f0000003000;
-const CUstream kStream = reinterpret_cast<CUstream>(0x55);
-const CUstream kOtherStream = reinterpret_cast<CUstream>(0x66);
-
-std::vector<taot_arg> add_args(std::int64_t n) {
-  return {arg(Ptr(CUdeviceptr{kX}, DType::fp32)), arg(Ptr(CUdeviceptr{kY}, DType::fp32)),
-          arg(Ptr(CUdeviceptr{kOut}, DType::fp32)), arg(n)};
-}
 
 bool has_attribute(const RecordedLaunch& launch, CUlaunchAttributeID id) {
   return std::any_of(launch.attributes.begin(), launch.attributes.end(),

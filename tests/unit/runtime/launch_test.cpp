@@ -5,6 +5,7 @@
 #include <barrier>
 #include <thread>
 
+#include "add_call.h"
 #include "fake_driver.h"
 #include "taot/runtime.h"
 #include "test_table.h"
@@ -12,12 +13,7 @@
 namespace taot::testing {
 namespace {
 
-constexpr std::uint64_t kX = 0x7f0000001000, kY = 0x7f0000002000, kOut = 0x7f0000003000;
 
-std::vector<taot_arg> add_args(std::int64_t n, DType dtype = DType::fp32) {
-  return {arg(Ptr(CUdeviceptr{kX}, dtype)), arg(Ptr(CUdeviceptr{kY}, dtype)), arg(Ptr(CUdeviceptr{kOut}, dtype)),
-          arg(n)};
-}
 
 class LaunchTest : public ::testing::Test {
  protected:

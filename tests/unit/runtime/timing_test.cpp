@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "add_call.h"
 #include "fake_driver.h"
 #include "taot/runtime.h"
 #include "taot/timing.h"
@@ -21,13 +22,6 @@
 namespace taot::testing {
 namespace {
 
-constexpr std::uint64_t kX = 0x7f0000001000, kY = 0x7f0000002000, kOut = 0x7f0000003000;
-const CUstream kStream = reinterpret_cast<CUstream>(0x55);
-
-std::vector<taot_arg> add_args(std::int64_t n) {
-  return {arg(Ptr(CUdeviceptr{kX}, DType::fp32)), arg(Ptr(CUdeviceptr{kY}, DType::fp32)),
-          arg(Ptr(CUdeviceptr{kOut}, DType::fp32)), arg(n)};
-}
 
 // The work put on `stream` outside captures, one letter each: L launch, M memset, E event record,
 // G graph replay.
