@@ -21,7 +21,7 @@ fi
 if ! python3 -c 'import triton, sys; sys.exit(triton.__version__ != "3.6.0")' 2>/dev/null \
    || ! python3 -c 'import pytest, nanobind, matplotlib' 2>/dev/null; then
   echo "setup: installing triton==3.6.0, pytest, nanobind and matplotlib" >&2
-  python3 -m pip install -q "triton==3.6.0" pytest nanobind matplotlib
+  python3 -m pip install -q "triton==3.6.0" pytest nanobind matplotlib llnl-hatchet
 fi
 
 cuda_header=""

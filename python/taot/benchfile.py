@@ -63,6 +63,10 @@ FIELDS = (
     Field("flops_dtype", ("FLOPS_DTYPE", "flops_dtype"),
           f"the precision whose peak the FLOP rate is compared with ({', '.join(PEAK_KINDS)}), or a function "
           "flops_dtype(shape) returning it"),
+    Field("call_shape", ("call_shape",),
+          "a function call_shape(args) returning the shape of one launch (a dict with the file's dimensions), "
+          "args being the launch's scalar arguments by name and its pointers' dtypes by name (spec names such "
+          "as \"bf16\"; None for a None pointer)"),
     Field("metric", ("METRIC",),
           "what the plot shows: tflops, gbps or ms (default: tflops when flops is given, else gbps when bytes "
           "is, else ms)"),
@@ -167,6 +171,7 @@ class KernelBench:
     tolerance: object = None  # None, a Tolerance, or {dtype or "default": Tolerance}
     wheres: dict = dataclasses.field(default_factory=dict)
     formulas: dict = dataclasses.field(default_factory=dict)  # field name -> function, for flops, bytes, flops_dtype
+    call_shape: object = None  # call_shape(args) -> a shape of one launch, or None
     _values: dict = dataclasses.field(default_factory=dict, init=False, repr=False)  # (field, Shape) -> value
 
     def call(self, shape, device, config=None):
@@ -249,6 +254,26 @@ class KernelBench:
             else:
                 positions.append(output)
         return tuple(positions)
+
+    def shape_of_call(self, arguments):
+        """The shape of one launch, for the formulas: call_shape(arguments) as a Shape, where
+        `arguments` maps the launch's scalar arguments to their values and its pointer arguments to
+        their dtypes (spec names such as "bf16", None for a None pointer), as `taot profile` records
+        a launch. None when the file gives no call_shape. Raises BenchFileError naming call_shape and
+        the arguments when it fails or returns something other than a shape with the file's
+        dimensions."""
+        if self.call_shape is None:
+            return None
+        where = f"{self.wheres['call_shape']}({', '.join(f'{name}={value}' for name, value in arguments.items())})"
+        try:
+            result = self.call_shape(dict(arguments))
+        except Exception as error:  # the user's function failed: say where
+            raise BenchFileError(self.file, where, "a call that returns the launch's shape",
+                                 exception_summary(error, self.path)) from None
+        if not isinstance(result, dict):
+            raise BenchFileError(self.file, where, f"a dict with the dimensions {', '.join(self.dims)}",
+                                 describe(result))
+        return _one_shape(_File({}, self.path, self.file), result, where, self.dims)
 
     def flops_of(self, shape):
         """The FLOP count of a call of `shape`, None when the file gives no flops formula."""
@@ -509,9 +534,12 @@ def _kernel(file, name, given, prefix):
         if callable(value["flops_dtype"]):
             _check_function(file, value["flops_dtype"], wheres["flops_dtype"], "flops_dtype(shape)", 1)
         formulas["flops_dtype"] = value["flops_dtype"]
+    if "call_shape" in value:
+        _check_function(file, value["call_shape"], wheres["call_shape"], "call_shape(args)", 1)
     metric = _metric(file, value.get("metric"), wheres, formulas)
     kernel = KernelBench(name, file.label, file.path, dims, x_axis, metric, shapes, tune_shapes, value["make_args"],
-                         outputs, args_depend_on, reference, baselines, tolerance, wheres, formulas)
+                         outputs, args_depend_on, reference, baselines, tolerance, wheres, formulas,
+                         call_shape=value.get("call_shape"))
     for shape in dict.fromkeys(shapes + tune_shapes):  # every formula on every shape, now
         for field in formulas:
             kernel._formula(field, shape)

@@ -446,6 +446,66 @@ def test_matmul_bench_arguments_on_the_cpu(kernel_name):
     torch.testing.assert_close(c.double(), expected, atol=tolerance.atol, rtol=tolerance.rtol)
 
 
+CALL_SHAPE = '''\
+KERNEL = "scale_kernel"
+SHAPES = [{"n": 1024, "dtype": "fp32"}]
+SIZES = {"fp32": 4, "bf16": 2}
+
+
+def make_args(shape, device):
+    return ["x", "out", shape["n"], 2.0]
+
+
+def flops(shape):
+    return shape["n"]
+
+
+def bytes(shape):
+    return 2 * shape["n"] * SIZES[shape["dtype"]]
+
+
+def call_shape(args):
+    return {"n": args["n_elements"], "dtype": args["x_ptr"]}
+'''
+
+
+def test_call_shape_turns_one_launch_into_a_shape_for_the_formulas(tmp_path):
+    kernel = load(tmp_path, CALL_SHAPE).kernel("scale_kernel")
+    shape = kernel.shape_of_call({"x_ptr": "bf16", "out_ptr": "bf16", "n_elements": 4096, "scale": 2.0})
+    assert shape == Shape([("n", 4096), ("dtype", "bf16")])
+    assert kernel.flops_of(shape) == 4096 and kernel.bytes_of(shape) == 2 * 4096 * 2
+    assert load(tmp_path, BASE).kernel("scale_kernel").shape_of_call({"n_elements": 1}) is None  # no call_shape
+
+
+def test_call_shape_in_a_kernels_entry(tmp_path):
+    bench = load(tmp_path, '''\
+        KERNELS = {"scale_kernel": {"shapes": [1024], "x_axis": "n", "make_args": lambda shape, device: [],
+                                    "call_shape": lambda args: {"n": args["n_elements"]}}}
+    ''')
+    assert bench.kernel("scale_kernel").shape_of_call({"n_elements": 7}) == Shape([("n", 7)])
+
+
+def test_call_shape_errors_name_the_function_and_the_launch(tmp_path):
+    kernel = load(tmp_path, CALL_SHAPE).kernel("scale_kernel")
+    with pytest.raises(BenchFileError) as caught:
+        kernel.shape_of_call({"x_ptr": "fp32"})
+    assert str(caught.value) == ("bench_scale.py: call_shape(x_ptr=fp32): expected a call that returns the launch's "
+                                 "shape, got KeyError at line 19: 'n_elements'")
+    wrong = load(tmp_path, CALL_SHAPE.replace('"dtype": args["x_ptr"]', '"dtype": args["x_ptr"], "m": 1'))
+    with pytest.raises(BenchFileError) as caught:
+        wrong.kernel("scale_kernel").shape_of_call({"x_ptr": "fp32", "n_elements": 4})
+    assert str(caught.value) == ("bench_scale.py: call_shape(x_ptr=fp32, n_elements=4): expected a shape with the "
+                                 "dimensions n, dtype, got a dict with n, dtype, m")
+    not_a_dict = load(tmp_path, CALL_SHAPE.replace('return {"n": args["n_elements"], "dtype": args["x_ptr"]}',
+                                                   'return args["n_elements"]'))
+    with pytest.raises(BenchFileError) as caught:
+        not_a_dict.kernel("scale_kernel").shape_of_call({"n_elements": 4})
+    assert str(caught.value) == ("bench_scale.py: call_shape(n_elements=4): expected a dict with the dimensions n, "
+                                 "dtype, got 4")
+    assert error(tmp_path, CALL_SHAPE.replace("def call_shape(args):", "def call_shape():")) == (
+        "bench_scale.py: call_shape: expected a function call_shape(args), got a function of no parameters")
+
+
 def test_the_documentation_lists_every_field():
     from taot.benchfile import FIELDS
     text = (REPO / "docs" / "bench-file.md").read_text()
