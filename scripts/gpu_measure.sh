@@ -48,6 +48,12 @@ if [ "$part" = all ] || [ "$part" = tests ]; then
     | grep -E "auto/torch|TFLOP/s|keys in|shapes|passed|failed|FAIL|Error" | head -60
   grep -q " 0 failed\|[0-9] passed in" "$logs/measure_tests.log" && ! grep -q "[1-9][0-9]* failed" "$logs/measure_tests.log" \
     || fail "measure tests"
+  step "taot check: against the JIT, the reference and the interpreter"
+  python3 tests/gpu/run_python_tests.py tests/gpu/python/test_check_command.py 2>&1 | tail -15 || fail "check tests"
+  if [ -f tests/gpu/python/test_print_assert.py ]; then
+    step "print and assert in AOT kernels"
+    python3 tests/gpu/run_python_tests.py -s tests/gpu/python/test_print_assert.py 2>&1 | tail -30 || fail "print/assert"
+  fi
   if [ -f tests/gpu/python/test_profile_moe.py ]; then
     step "taot profile of the MoE layer"
     PYTHONPATH=$work/fused_moe/build:$PYTHONPATH python3 tests/gpu/run_python_tests.py tests/gpu/python/test_profile_moe.py \

@@ -27,6 +27,7 @@ COMMANDS = {
     "bench": "taot.commands.bench",
     "tune": "taot.commands.tune",
     "profile": "taot.commands.profile",
+    "check": "taot.commands.check",
 }
 
 

@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
      nullptr},
     {"tune", "Time every compiled config per tuning-key value on every GPU; write taot's tuned table and vLLM's JSON",
      nullptr},
+    {"check", "Run variants over a bench file's shapes against Triton's JIT (bitwise), a reference, or the interpreter",
+     nullptr},
     {"profile", "Run a program that uses taot libraries and report its launches per kernel and variant (hatchet JSON)",
      nullptr},
 };
