@@ -7,6 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include "context_state.h"
+
 namespace taot::driver {
 namespace {
 
@@ -72,6 +74,7 @@ Status call_error(const Api& api, const char* call, CUresult result) {
   std::string message = std::string(call) + " failed: " +
                         (name ? name : "CUDA error " + std::to_string(static_cast<int>(result)));
   if (description) message += std::string(" (") + description + ")";
+  if (result == CUDA_ERROR_ASSERT) message += ": " + detail::device_assert_note(api);
   return Status::error(TAOT_CUDA_ERROR, std::move(message), static_cast<int>(result));
 }
 

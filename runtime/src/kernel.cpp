@@ -123,6 +123,8 @@ Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIn
   if (needs_launch_attributes(*image) && api.cuLaunchKernelEx == nullptr)
     return Status::error(TAOT_NOT_SUPPORTED, variant_name(index, variant) + " needs cuLaunchKernelEx (clusters, "
                                                                             "cooperative grids, PDL): a CUDA 12.0 or newer driver");
+  Expected<ContextState*> context_state = prepared_context(api, context);  // before the first launch in it
+  if (!context_state.ok()) return std::move(context_state).take_status().with_context(variant_name(index, variant));
   Expected<CUmodule> module = ModuleCache::instance().acquire(api, context, image->cubin);
   if (!module.ok()) return std::move(module).take_status().with_context(variant_name(index, variant));
   CUfunction function = nullptr;
@@ -160,6 +162,8 @@ Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIn
     if (result != CUDA_SUCCESS) return fail(driver::call_error(api, "cuFuncSetAttribute", result));
   }
   auto* loaded = new LoadedFunction{context.handle, context.id, function, image, nullptr, {}, 0};
+  loaded->context_state = *context_state;
+  loaded->launch_name = interned_name(variant_name(index, variant));
   set_launch_attributes(*loaded);
   return loaded;
 }
@@ -460,6 +464,7 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
     return status;
   };
   CUresult result = launch_with(*function);
+  const detail::LoadedFunction* launched = function;
   if (detail::may_be_stale_context(result)) {
     // The function may belong to a destroyed context that a new one replaced at the same address:
     // ask the driver for the context's id, and load and relaunch if it was so.
@@ -470,12 +475,14 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
       if (image.global_scratch_size > 0 || image.profile_scratch_size > 0)
         return observed(launch_on(stream, args, arg_count, selection, given_grid));  // scratch of the new context
       result = launch_with(**reloaded);
+      launched = *reloaded;
     }
   }
   if (result != CUDA_SUCCESS)
     return observed(
         driver::call_error(*api, function->attribute_count > 0 ? "cuLaunchKernelEx" : "cuLaunchKernel", result)
             .with_context(detail::variant_name(index, variant)));
+  launched->context_state->last_launch.store(launched->launch_name, std::memory_order_relaxed);
   if (observer != nullptr && observer->end != nullptr) observer->end(&info, TAOT_OK, observer->user);
   return Status();
 }

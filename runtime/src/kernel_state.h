@@ -5,10 +5,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "arg_kinds.h"
+#include "context_state.h"
 #include "dispatch.h"
 #include "grid.h"
 #include "rules.h"
@@ -22,6 +24,8 @@ namespace taot::detail {
 // (found first) once a launch with the old one fails.
 // `attributes` are the image's launch attributes (clusters, cooperative grid, PDL), computed once
 // at load; with none (`attribute_count` 0) launches go through cuLaunchKernel.
+// `context_state` and `launch_name` let a launch record itself as the context's last (one store),
+// which a later CUDA_ERROR_ASSERT names.
 struct LoadedFunction {
   CUcontext context;
   std::uint64_t context_id;
@@ -30,6 +34,8 @@ struct LoadedFunction {
   LoadedFunction* next;
   CUlaunchAttribute attributes[4];
   unsigned attribute_count;
+  ContextState* context_state = nullptr;   // where a launch records itself as the context's last
+  const std::string* launch_name = nullptr;  // "library::kernel variant id", interned
 };
 
 struct KernelState {

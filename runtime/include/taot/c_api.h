@@ -243,6 +243,10 @@ void taot_set_launch_observer(const taot_launch_observer* observer);
  * naming PATH when it cannot be written. Thread-safe. */
 taot_status taot_profile_flush(void);
 
+/* The printf FIFO size (bytes) of tl.device_print, set once per context before taot's first launch
+ * there (taot::set_printf_fifo_size; docs/runtime.md, "Printing and asserting"). Thread-safe. */
+taot_status taot_set_printf_fifo_size(size_t bytes);
+
 /* Introspection. Returned strings are owned by the library and live as long as the process. */
 const char* taot_kernel_name(const taot_kernel* kernel);
 size_t taot_kernel_arg_count(const taot_kernel* kernel);

@@ -35,6 +35,7 @@ namespace taot::driver {
 //  cuLaunchKernelEx (12.0) launches clusters, cooperative grids and PDL kernels;
 //  cuMemAllocAsync/cuMemFreeAsync (11.2) hold scratch buffers, stream-ordered;
 //  cuTensorMapEncodeTiled (12.0) builds the TMA maps of host-side tensor descriptors;
+//  cuCtxSetLimit sizes the printf FIFO of tl.device_print (asked for only when a size is requested);
 //  the rest time launches (taot/timing.h): events, the L2 flush buffer and its memset, a private
 //  stream and CUDA graphs. cuEventElapsedTime_v2 is CUDA 12.8's (drivers before it cannot time);
 //  cuda.h's cuGraphInstantiate is cuGraphInstantiateWithFlags (11.4), whose signature it declares.
@@ -44,6 +45,7 @@ namespace taot::driver {
   X(cuMemAllocAsync, "cuMemAllocAsync")                  \
   X(cuMemFreeAsync, "cuMemFreeAsync")                    \
   X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")    \
+  X(cuCtxSetLimit, "cuCtxSetLimit")                      \
   X(cuEventCreate, "cuEventCreate")                      \
   X(cuEventRecord, "cuEventRecord")                      \
   X(cuEventSynchronize, "cuEventSynchronize")            \
@@ -86,7 +88,10 @@ inline std::atomic<const Api*> active_api{nullptr};
 inline std::atomic<std::uint64_t> generation{0};
 inline const Api* loaded() noexcept { return active_api.load(std::memory_order_acquire); }
 
-// "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)".
+// "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)". The one
+// place driver errors become Status: CUDA_ERROR_ASSERT (a device assert fired, and the context is
+// poisoned) also names the kernel variant taot launched last in the current context and says that
+// the context must be re-created.
 Status call_error(const Api& api, const char* call, CUresult result);
 
 }  // namespace taot::driver

@@ -416,4 +416,11 @@ class Library {
 Status reserve_scratch(CUstream stream, std::uint64_t bytes);
 Status release_scratch();
 
+// The size of the buffer that holds tl.device_print output (CU_LIMIT_PRINTF_FIFO_SIZE; the driver's
+// default is 1 MiB, and output beyond it is lost). taot sets it once per context, before its first
+// launch there, in every context where it has not launched yet; 0 leaves the driver's default. It
+// replaces $TAOT_PRINTF_FIFO_BYTES. Call it before the first launch; the driver refuses a new size
+// once a printing kernel has run in the context. Thread-safe.
+Status set_printf_fifo_size(std::size_t bytes);
+
 }  // namespace taot

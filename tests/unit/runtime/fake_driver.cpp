@@ -33,6 +33,7 @@ struct FakeEntryPoints {
             : result == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY"
             : result == CUDA_ERROR_ILLEGAL_STATE ? "CUDA_ERROR_ILLEGAL_STATE"
             : result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ? "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+            : result == CUDA_ERROR_ASSERT ? "CUDA_ERROR_ASSERT"
                                                  : "CUDA_ERROR_UNKNOWN";
     return CUDA_SUCCESS;
   }
@@ -115,6 +116,13 @@ struct FakeEntryPoints {
   }
   static CUresult ctx_synchronize() {
     ++driver().synchronizations_;
+    return driver().synchronize_result;
+  }
+  static CUresult ctx_set_limit(CUlimit limit, std::size_t value) {
+    FakeDriver& fake = driver();
+    if (fake.set_limit_result != CUDA_SUCCESS) return fake.set_limit_result;
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    fake.limits_.push_back({current, limit, value, fake.launches_.size()});
     return CUDA_SUCCESS;
   }
   static CUresult mem_alloc_async(CUdeviceptr* address, std::size_t bytes, CUstream stream) {
@@ -367,6 +375,7 @@ FakeDriver::FakeDriver(std::size_t param_count_hint) : params_per_launch(param_c
   api_.cuFuncGetAttribute = &FakeEntryPoints::func_get_attribute;
   api_.cuStreamIsCapturing = &FakeEntryPoints::stream_is_capturing;
   api_.cuCtxSynchronize = &FakeEntryPoints::ctx_synchronize;
+  api_.cuCtxSetLimit = &FakeEntryPoints::ctx_set_limit;
   api_.cuLaunchKernel = &FakeEntryPoints::launch_kernel;
   api_.cuLaunchKernelEx = &FakeEntryPoints::launch_kernel_ex;
   api_.cuMemAllocAsync = &FakeEntryPoints::mem_alloc_async;
@@ -499,6 +508,11 @@ std::vector<CUstream> FakeDriver::created_streams() const {
   std::vector<CUstream> streams;
   for (std::size_t s = 0; s < streams_.size(); ++s) streams.push_back(reinterpret_cast<CUstream>(kStreamBase + 16 * s));
   return streams;
+}
+
+std::vector<FakeDriver::LimitSet> FakeDriver::limits_set() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return limits_;
 }
 
 }  // namespace taot::testing

@@ -120,7 +120,19 @@ class FakeDriver {
   std::vector<CUstream> created_streams() const;
   int stream_synchronizations() const { return stream_synchronizations_.load(); }
 
+  // cuCtxSetLimit calls, in order: the context current, the limit, its value, and how many
+  // launches (all contexts) the driver had seen by then.
+  struct LimitSet {
+    CUcontext context;
+    CUlimit limit;
+    std::size_t value;
+    std::size_t launches_before;
+  };
+  std::vector<LimitSet> limits_set() const;
+
   CUresult launch_result = CUDA_SUCCESS;       // what cuLaunchKernel returns
+  CUresult synchronize_result = CUDA_SUCCESS;  // what cuCtxSynchronize returns
+  CUresult set_limit_result = CUDA_SUCCESS;    // what cuCtxSetLimit returns
   CUresult load_result = CUDA_SUCCESS;         // what cuModuleLoadData returns
   CUresult tensor_map_result = CUDA_SUCCESS;   // what cuTensorMapEncodeTiled returns
   int load_delay_us = 0;                       // widens race windows in concurrency tests
@@ -161,6 +173,7 @@ class FakeDriver {
   std::vector<std::pair<std::uintptr_t, int>> cluster_attributes_;
   std::vector<RecordedAllocation> allocations_;
   std::vector<RecordedTensorMap> tensor_maps_;
+  std::vector<LimitSet> limits_;
   std::set<CUstream> capturing_;
   std::vector<RecordedOperation> operations_;
   std::map<CUstream, std::size_t> open_captures_;  // stream -> index in graphs_
