@@ -1,6 +1,8 @@
 # One compile job = (variant, target): its inputs and the Triton call (its artifact folder: artifacts.py).
+import contextlib
 import dataclasses
 import hashlib
+import io
 import os
 import shutil
 import sys
@@ -40,6 +42,7 @@ class Outcome:
     target: str
     seconds: float
     error: str = None      # Triton's message (first ERROR_LINES lines) when the compile failed
+    static_print: str = ""  # what the kernel's tl.static_print calls printed while it compiled
 
 
 def variant_inputs(kernel, variant):
@@ -111,18 +114,19 @@ def run_job(job):
     folder.mkdir(parents=True, exist_ok=True)
     libraries = set(artifacts.clear(folder, job.inputs)) | {job.library}
     failure = None
-    with captured_output() as captured, ptxas_report.recording() as ptxas_log:
+    with captured_output() as captured, ptxas_report.recording() as ptxas_log, \
+            recorded_static_prints() as static_prints:
         try:
             compiled = _compile(job)
         except Exception as error:  # Triton's errors are the user's to read, not a crash of taot
             failure = error
     if failure is not None:
         text = error_text(failure, job.source, captured.text)
-        return Outcome(job.variant_id, job.target, time.perf_counter() - start, text)
+        return Outcome(job.variant_id, job.target, time.perf_counter() - start, text, static_prints.text)
     captured.replay()
     artifacts.write(folder, job.function, compiled.asm, json_safe(compiled.metadata._asdict()), job.inputs,
                     libraries, job.ir, ptxas=ptxas_report.parse(ptxas_log.text, compiled.metadata.name))
-    return Outcome(job.variant_id, job.target, time.perf_counter() - start)
+    return Outcome(job.variant_id, job.target, time.perf_counter() - start, static_print=static_prints.text)
 
 
 def _compile(job):
@@ -146,6 +150,47 @@ def _compile(job):
 def _constexpr_value(value):
     """Constexprs as recorded in inputs.json: dtype-valued ones are {"dtype": name}."""
     return triton_dtype(value["dtype"]) if isinstance(value, dict) else value
+
+
+class recorded_static_prints:
+    """While active, what tl.static_print (and gluon's) prints while Triton compiles is collected in
+    `text` instead of reaching stdout, for the build to show once per variant beside its progress."""
+
+    def __enter__(self):
+        from triton.compiler.code_generator import CodeGenerator
+        from triton.language.core import static_print
+        self.table = CodeGenerator.statically_implemented_functions
+        self.saved = {}
+        self.buffer = io.StringIO()
+        functions = [static_print]
+        try:
+            from triton.experimental.gluon.language import static_print as gluon_static_print
+            functions.append(gluon_static_print)
+        except ImportError:
+            pass
+        for function in functions:
+            original = self.table.get(function)
+            if original is None:
+                continue
+            self.saved[function] = original
+            self.table[function] = self._recording(original)
+        return self
+
+    def _recording(self, original):
+        buffer = self.buffer
+
+        def recording(generator, node):
+            with contextlib.redirect_stdout(buffer):
+                return original(generator, node)
+        return recording
+
+    @property
+    def text(self):
+        return self.buffer.getvalue()
+
+    def __exit__(self, *exc):
+        self.table.update(self.saved)
+        return False
 
 
 class private_triton_cache:

@@ -58,12 +58,37 @@ TARGET_NAMES = ("target", "arch")
 DEFAULT_MAX_VARIANTS = 10000
 
 
-def load_spec(path, label=None, target_override=None, max_variants=DEFAULT_MAX_VARIANTS):
+def load_spec(path, label=None, target_override=None, max_variants=DEFAULT_MAX_VARIANTS, debug=False):
     """Read, validate and enumerate the spec at `path`; raises SpecError naming file, key, expectation
-    (variants.TooManyVariants when the spec makes more than `max_variants`)."""
+    (variants.TooManyVariants when the spec makes more than `max_variants`). `debug`: every kernel
+    as if its spec said `debug = true` (`taot build --debug`)."""
     label = label or str(path)
     raw = read_spec_file(path, label)
+    if debug:
+        raw = force_debug(raw)
     return validate_spec(raw, Path(path).resolve(), label, target_override, max_variants)
+
+
+def force_debug(raw):
+    """The raw spec with the option `debug` true in every kernel: under [kernel.options] (replacing
+    any values given there, per target or not) and in every config entry that sets it. Parts of the
+    wrong shape are left for validation to report."""
+    kernels = raw.get("kernel") if isinstance(raw, dict) else None
+    if not isinstance(kernels, list):
+        return raw
+    forced = []
+    for kernel in kernels:
+        if isinstance(kernel, dict):
+            kernel = dict(kernel)
+            options = kernel.get("options", {})
+            if isinstance(options, dict):
+                kernel["options"] = dict(options, debug=True)
+            configs = kernel.get("configs")
+            if isinstance(configs, list):
+                kernel["configs"] = [dict(entry, debug=True) if isinstance(entry, dict) and "debug" in entry else entry
+                                     for entry in configs]
+        forced.append(kernel)
+    return dict(raw, kernel=forced)
 
 
 def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_MAX_VARIANTS):

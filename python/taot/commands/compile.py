@@ -55,6 +55,10 @@ def add_arguments(parser):
     parser.add_argument("--ir", choices=MODES, default=DEFAULT_MODE,
                         help="keep the IR stages (ttir, ttgir, llir, ptx) gzip-compressed, as plain text, or not at "
                              "all (default: %(default)s); changing it converts kept IR without recompiling")
+    parser.add_argument("--debug", action="store_true",
+                        help="compile every kernel with Triton's debug option on, as if each spec said debug = true: "
+                             "tl.device_assert is kept (variant ids and hashes change, so a debug build never "
+                             "reuses release artifacts)")
     parser.add_argument("--no-wait", action="store_true",
                         help="fail, naming the holder, when another build holds OUTDIR (default: wait for it)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -83,7 +87,7 @@ def load(arguments):
     """The spec, validated and enumerated; prints each kernel's variant count unless quiet."""
     from ..spec import load_spec
     library = load_spec(Path(arguments.spec), label=arguments.spec, target_override=arguments.targets,
-                        max_variants=arguments.max_variants)
+                        max_variants=arguments.max_variants, debug=getattr(arguments, "debug", False))
     if not arguments.quiet and not arguments.json:
         _print_counts(library, sys.stderr)
     return library
@@ -149,12 +153,15 @@ def _summarise(result, seconds, arguments):
 
 
 class Progress:
-    """One line per finished compile; on a terminal the line is redrawn in place."""
+    """One line per finished compile; on a terminal the line is redrawn in place. A variant's
+    tl.static_print output follows its first compile's line, once (not per target), each line
+    prefixed by the variant id."""
 
     def __init__(self, stream):
         self.stream = stream
         self.redraw = stream.isatty()
         self.drawn = False
+        self.printed = set()  # variant ids whose static_print output was shown
 
     def __call__(self, done, total, outcome):
         status = "FAILED" if outcome.error is not None else f"{outcome.seconds:.2f}s"
@@ -165,6 +172,12 @@ class Progress:
         else:
             self.finish()
             self.stream.write(line + "\n")
+        printed = getattr(outcome, "static_print", "")
+        if printed and outcome.variant_id not in self.printed:
+            self.printed.add(outcome.variant_id)
+            self.finish()
+            for text in printed.splitlines():
+                self.stream.write(f"{outcome.variant_id}: static_print: {text}\n")
         self.stream.flush()
 
     def note(self, line):
