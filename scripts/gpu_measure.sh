@@ -50,6 +50,8 @@ if [ "$part" = all ] || [ "$part" = tests ]; then
     || fail "measure tests"
   step "taot check: against the JIT, the reference and the interpreter"
   python3 tests/gpu/run_python_tests.py tests/gpu/python/test_check_command.py 2>&1 | tail -15 || fail "check tests"
+  step "taot sanitize: a deliberate out-of-bounds store found and located"
+  python3 tests/gpu/run_python_tests.py tests/gpu/python/test_sanitize.py 2>&1 | tail -15 || fail "sanitize tests"
   if [ -f tests/gpu/python/test_print_assert.py ]; then
     step "print and assert in AOT kernels"
     python3 tests/gpu/run_python_tests.py -s tests/gpu/python/test_print_assert.py 2>&1 | tail -30 || fail "print/assert"

@@ -1,0 +1,119 @@
+# `taot sanitize [--tool T] -- COMMAND ...`: run a taot command (check, bench, ...) or any program under
+# compute-sanitizer with torch's caching allocator off, and summarise what it reports per kernel and
+# source line (the cubins carry Triton's line info); with --per-variant, a `check` is run once per
+# variant so that every report is a variant's.
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from .. import sanitizer
+from ..cli import COMMANDS
+from ..errors import TaotError
+
+
+def add_arguments(parser):
+    parser.add_argument("--tool", choices=sanitizer.TOOLS, default="memcheck", help="the sanitizer's tool (default memcheck)")
+    parser.add_argument("--per-variant", action="store_true",
+                        help="for `check`: one sanitized run per variant of the library, each report a variant's")
+    parser.add_argument("--json", metavar="PATH", help="write the findings as JSON")
+    parser.add_argument("-q", "--quiet", action="store_true", help="do not echo the program's output")
+    parser.add_argument("program", nargs="+", metavar="-- COMMAND",
+                        help="a taot command (check, bench, profile, ...) with its arguments, or a program")
+
+
+def check(parser, arguments):
+    if arguments.per_variant and arguments.program[0] != "check":
+        parser.error("--per-variant: the command must be `check` (it runs once per variant)")
+
+
+def program_command(program):
+    """The command line of `program`: a taot front-end command through this Python, a .py file with it,
+    or any program as given."""
+    first = program[0]
+    if first in COMMANDS:
+        return [sys.executable, "-m", "taot", *program]
+    if first.endswith(".py"):
+        return [sys.executable, *program]
+    return list(program)
+
+
+def run_sanitized(tool, program, quiet):
+    """(exit code, findings, summary count) of `program` under the sanitizer."""
+    import os
+
+    command = sanitizer.sanitizer_command(sanitizer.find_sanitizer(), tool, program_command(program))
+    environment = dict(os.environ, **sanitizer.ENVIRONMENT)
+    environment["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + environment.get("PYTHONPATH", "")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment)
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if not quiet:
+            sys.stderr.write(line)
+    code = process.wait()
+    findings, summary = sanitizer.parse_report("".join(lines))
+    return code, findings, summary, "".join(lines)
+
+
+def variant_runs(program):
+    """For --per-variant: one `check` argument list per variant id of the library's manifest (the
+    kernels named by --kernel, else all)."""
+    arguments = program[1:]
+    library = arguments[0] if arguments else None
+    if library is None or library.startswith("-") or not (Path(library) / "manifest.json").is_file():
+        raise TaotError(f"--per-variant: give the library folder first, `taot sanitize --per-variant -- check LIBRARY "
+                        f"--bench FILE ...` (got: {' '.join(arguments)})")
+    kernels = [arguments[i + 1] for i, a in enumerate(arguments[:-1]) if a == "--kernel"]
+    manifest = json.loads((Path(library) / "manifest.json").read_text())
+    kept, skip = [], False
+    for argument in arguments:  # drop any --variants the user gave
+        if skip:
+            skip = False
+            continue
+        if argument == "--variants":
+            skip = True
+            continue
+        if argument.startswith("--variants="):
+            continue
+        kept.append(argument)
+    runs = []
+    for kernel in manifest["kernels"]:
+        if kernels and kernel["name"] not in kernels:
+            continue
+        for variant in kernel["variants"]:
+            runs.append((variant["id"], ["check", *kept, "--kernel", kernel["name"], "--variants", variant["id"]]))
+    return runs
+
+
+def run(arguments):
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    runs = variant_runs(arguments.program) if arguments.per_variant else [(None, arguments.program)]
+    report, failed = [], False
+    for label, program in runs:
+        if label:
+            say(f"[{len(report) + 1}/{len(runs)}] {arguments.tool}: variant {label}")
+        code, findings, summary, output = run_sanitized(arguments.tool, program, arguments.quiet or bool(label))
+        not_run = label is not None and "does not accept" in output and not findings
+        entry = {"variant": label, "exit_code": code, "errors": summary if summary is not None else len(findings),
+                 "not_run": not_run,
+                 "findings": [dict(kind=f.kind, function=f.function, file=f.file, line=f.line, count=count)
+                              for f, count in sanitizer.summarize(findings)]}
+        report.append(entry)
+        failed |= bool(entry["errors"]) or (code != 0 and not not_run)
+    print(f"compute-sanitizer --tool {arguments.tool}: {' '.join(arguments.program)}")
+    for entry in report:
+        head = f"  {entry['variant']}: " if entry["variant"] else "  "
+        if entry["not_run"]:
+            print(f"{head}not run (the variant takes none of the shapes' arguments)")
+            continue
+        print(f"{head}{entry['errors']} error(s), exit code {entry['exit_code']}")
+        for finding in entry["findings"]:
+            if finding["function"] is None:  # the program's side: a failed API call after the fault, its exit
+                print(f"    {finding['count']} x {finding['kind']}")
+                continue
+            location = f"{finding['file']}:{finding['line']}" if finding["file"] else "no line info"
+            print(f"    {finding['count']} x {finding['kind']} in {finding['function']} at {location}")
+    if arguments.json:
+        Path(arguments.json).write_text(json.dumps(report, indent=1) + "\n")
+    return 1 if failed else 0

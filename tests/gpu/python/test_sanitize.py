@@ -1,0 +1,61 @@
+"""`taot sanitize` on a GPU: a kernel of ours with an out-of-bounds store (tests/gpu/sanitize) is
+built, checked under memcheck, and the report names the kernel and the store's source line, once for
+the whole check and per variant; vector_add's check is clean."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+HERE = ROOT / "tests" / "gpu" / "sanitize"
+WORK = Path(os.environ.get("TAOT_GPU_WORK", ROOT / "build-gpu"))
+STORE_LINE = next(number for number, line in enumerate((HERE / "kernels.py").read_text().splitlines(), 1)
+                  if "tl.store" in line)
+
+
+def taot(*arguments, timeout=400):
+    environment = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, "-m", "taot", *map(str, arguments)], capture_output=True, text=True,
+                            env=environment, timeout=timeout)
+    print(result.stdout[-3000:])
+    print(result.stderr[-3000:], file=sys.stderr)
+    return result
+
+
+def build_oob():
+    library = Path(tempfile.mkdtemp()) / "oob"
+    subprocess.run([os.environ.get("TAOT_BIN", "taot"), "build", str(HERE / "oob.toml"), "-o", str(library), "--python",
+                    "--build-library", "--quiet"], check=True)
+    return library
+
+
+def test_memcheck_names_the_out_of_bounds_store_per_variant():
+    library = build_oob()
+    report = Path(tempfile.mkdtemp()) / "report.json"
+    result = taot("sanitize", "--json", report, "--", "check", library, "--bench", HERE / "bench_oob.py",
+                  "--against", "reference")
+    assert result.returncode == 1
+    (entry,) = json.loads(report.read_text())
+    assert entry["errors"] >= 1
+    kinds = {(f["kind"].split(" of size")[0], f["function"], Path(f["file"] or "").name, f["line"])
+             for f in entry["findings"]}
+    assert ("Invalid __global__ write", "oob_double_kernel", "kernels.py", STORE_LINE) in kinds, kinds
+    per_variant = Path(tempfile.mkdtemp()) / "per_variant.json"
+    result = taot("sanitize", "--per-variant", "--json", per_variant, "--", "check", library, "--bench",
+                  HERE / "bench_oob.py", "--against", "reference")
+    assert result.returncode == 1
+    entries = json.loads(per_variant.read_text())
+    assert len(entries) == 2 and all(e["errors"] >= 1 for e in entries)
+    assert all(any(f["line"] == STORE_LINE for f in e["findings"]) for e in entries)
+
+
+def test_a_clean_check_is_clean():
+    report = Path(tempfile.mkdtemp()) / "clean.json"
+    result = taot("sanitize", "--json", report, "--", "check", WORK / "vector_add", "--bench",
+                  ROOT / "examples/vector_add/bench_vector_add.py", "--where", "n=4096", "--where", "dtype=fp32",
+                  "--variants", "auto")
+    assert result.returncode == 0, result.stderr
+    (entry,) = json.loads(report.read_text())
+    assert entry["errors"] == 0 and entry["findings"] == []
