@@ -56,6 +56,9 @@ if [ "$part" = all ] || [ "$part" = tests ]; then
     step "print and assert in AOT kernels"
     python3 tests/gpu/run_python_tests.py -s tests/gpu/python/test_print_assert.py 2>&1 | tail -30 || fail "print/assert"
   fi
+  step "taot repro: a fused MoE launch recorded, its replay program built and run"
+  PYTHONPATH=$work/fused_moe/build:$PYTHONPATH python3 tests/gpu/run_python_tests.py tests/gpu/python/test_repro.py \
+    2>&1 | tail -15 || fail "repro test"
   if [ -f tests/gpu/python/test_profile_moe.py ]; then
     step "taot profile of the MoE layer"
     PYTHONPATH=$work/fused_moe/build:$PYTHONPATH python3 tests/gpu/run_python_tests.py tests/gpu/python/test_profile_moe.py \

@@ -28,6 +28,8 @@ COMMANDS = {
     "tune": "taot.commands.tune",
     "profile": "taot.commands.profile",
     "check": "taot.commands.check",
+    "repro": "taot.commands.repro",
+    "sanitize": "taot.commands.sanitize",
 }
 
 

@@ -15,6 +15,7 @@
 #include "module_cache.h"
 #include "observer.h"
 #include "profiler.h"
+#include "recorder.h"
 #include "scratch.h"
 #include "tensordesc.h"
 #include "taot/driver_api.h"
@@ -248,6 +249,7 @@ Kernel::~Kernel() {
 Expected<detail::KernelState*> Kernel::state() {
   if (detail::KernelState* state = state_.load(std::memory_order_acquire)) return state;
   detail::start_profiler_if_requested();  // $TAOT_PROFILE, read once, before any kernel's first launch
+  detail::start_recorder_if_requested();  // $TAOT_RECORD, likewise; in front of the profiler's observer
   Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(*table_);
   if (!index.ok()) return std::move(index).take_status();
   auto* built = new detail::KernelState(std::move(index).value(), *table_);

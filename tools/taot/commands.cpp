@@ -24,7 +24,11 @@ constexpr Command kCommands[] = {
      nullptr},
     {"check", "Run variants over a bench file's shapes against Triton's JIT (bitwise), a reference, or the interpreter",
      nullptr},
+    {"sanitize", "Run check (or any command) under compute-sanitizer; findings per variant, kernel and source line",
+     nullptr},
     {"profile", "Run a program that uses taot libraries and report its launches per kernel and variant (hatchet JSON)",
+     nullptr},
+    {"repro", "Turn a launch recorded with TAOT_RECORD into a standalone C++ program that replays it and compares bitwise",
      nullptr},
 };
 

@@ -129,7 +129,8 @@ struct FakeEntryPoints {
     std::lock_guard<std::mutex> lock(driver().mutex_);
     auto& allocations = driver().allocations_;
     *address = 0x7f0000000000ull + 0x100000000ull * allocations.size() + 0x40;  // 64-byte aligned only
-    allocations.push_back(RecordedAllocation{*address, bytes, stream});
+    allocations.push_back(RecordedAllocation{*address, bytes, stream, false, nullptr, false, {}});
+    allocations.back().contents.assign(bytes, 0);
     return CUDA_SUCCESS;
   }
   static CUresult mem_free_async(CUdeviceptr address, CUstream stream) {
@@ -150,6 +151,30 @@ struct FakeEntryPoints {
     return result;
   }
   static CUresult mem_free(CUdeviceptr address) { return mem_free_async(address, nullptr); }
+  // The live allocation holding [address, address + bytes), or null. Lock held.
+  static RecordedAllocation* allocation_of(FakeDriver& fake, CUdeviceptr address, std::size_t bytes) {
+    for (RecordedAllocation& allocation : fake.allocations_)
+      if (!allocation.freed && address >= allocation.address && address + bytes <= allocation.address + allocation.bytes)
+        return &allocation;
+    return nullptr;
+  }
+  static CUresult mem_get_address_range(CUdeviceptr* base, std::size_t* size, CUdeviceptr address) {
+    std::lock_guard<std::mutex> lock(driver().mutex_);
+    RecordedAllocation* allocation = allocation_of(driver(), address, 1);
+    if (allocation == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (base != nullptr) *base = allocation->address;
+    if (size != nullptr) *size = allocation->bytes;
+    return CUDA_SUCCESS;
+  }
+  static CUresult memcpy_dtoh(void* host, CUdeviceptr address, std::size_t bytes) {
+    FakeDriver& fake = driver();
+    ++fake.copies_to_host_;
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    RecordedAllocation* allocation = allocation_of(fake, address, bytes);
+    if (allocation == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::memcpy(host, allocation->contents.data() + (address - allocation->address), bytes);
+    return CUDA_SUCCESS;
+  }
 
   // Work on `stream`: into the graph it is capturing, if any, else onto operations_. Lock held.
   static void put(FakeDriver& fake, RecordedOperation operation) {
@@ -398,6 +423,8 @@ FakeDriver::FakeDriver(std::size_t param_count_hint) : params_per_launch(param_c
   api_.cuGraphLaunch = &FakeEntryPoints::graph_launch;
   api_.cuGraphExecDestroy = &FakeEntryPoints::graph_exec_destroy;
   api_.cuGraphDestroy = &FakeEntryPoints::graph_destroy;
+  api_.cuMemGetAddressRange = &FakeEntryPoints::mem_get_address_range;
+  api_.cuMemcpyDtoH = &FakeEntryPoints::memcpy_dtoh;
   active_driver = this;
   current = nullptr;
   driver::install_for_testing(&api_);
@@ -449,6 +476,12 @@ std::vector<std::pair<std::uintptr_t, int>> FakeDriver::non_portable_cluster_fun
 std::vector<RecordedAllocation> FakeDriver::allocations() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return allocations_;
+}
+
+void FakeDriver::write_memory(CUdeviceptr address, const std::vector<unsigned char>& bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  RecordedAllocation* allocation = FakeEntryPoints::allocation_of(*this, address, bytes.size());
+  if (allocation != nullptr) std::copy(bytes.begin(), bytes.end(), allocation->contents.begin() + (address - allocation->address));
 }
 
 std::vector<RecordedTensorMap> FakeDriver::tensor_maps() const {

@@ -1,6 +1,7 @@
 // A recording fake of the CUDA driver table: contexts on fake devices, module loads counted per
 // (context, image), launches recorded with their parameter bytes, stream work (memsets, events,
-// graph replays) in call order, captures into graphs, and event timings a test scripts.
+// graph replays) in call order, captures into graphs, event timings a test scripts, and the bytes
+// of allocations (cuMemGetAddressRange, cuMemcpyDtoH).
 #pragma once
 
 #include <atomic>
@@ -33,6 +34,7 @@ struct RecordedAllocation {
   bool freed = false;
   CUstream freed_on = nullptr;
   bool synchronous = false;  // cuMemAlloc/cuMemFree rather than the stream-ordered calls
+  std::vector<unsigned char> contents;  // what cuMemcpyDtoH reads: zeros until write_memory()
 };
 
 // One piece of work put on a stream, in call order: outside captures in operations(), during one
@@ -101,6 +103,9 @@ class FakeDriver {
   std::vector<std::pair<std::uintptr_t, int>> non_portable_cluster_functions() const;  // (function, value) set
   std::vector<RecordedAllocation> allocations() const;  // cuMemAllocAsync calls, in order
   std::vector<RecordedTensorMap> tensor_maps() const;   // cuTensorMapEncodeTiled calls, in order
+  // Puts `bytes` at `address`, inside an allocation; what cuMemcpyDtoH then reads there.
+  void write_memory(CUdeviceptr address, const std::vector<unsigned char>& bytes);
+  int copies_to_host() const { return copies_to_host_.load(); }  // cuMemcpyDtoH calls
   int synchronizations() const { return synchronizations_.load(); }
   int device_queries() const { return device_queries_.load(); }  // cuCtxGetDevice calls
   int multiprocessor_queries() const { return multiprocessor_queries_.load(); }  // SM count attribute reads
@@ -187,6 +192,7 @@ class FakeDriver {
   std::size_t launch_calls_ = 0;
   std::atomic<int> stream_synchronizations_{0};
   std::atomic<int> synchronizations_{0};
+  std::atomic<int> copies_to_host_{0};
   std::atomic<int> device_queries_{0};
   std::atomic<int> multiprocessor_queries_{0};
   std::atomic<int> total_loads_{0};

@@ -1,0 +1,121 @@
+# `taot repro DIR -o OUT --library LIBDIR`: turn one launch that $TAOT_RECORD=DIR recorded
+# (docs/debug.md) into a standalone CMake project: OUT/CMakeLists.txt and OUT/replay.cpp, rendered
+# from the templates in taot/templates/repro, and OUT/data, the recorded buffers. The program
+# replays the launch through the library generated in LIBDIR and compares the buffers bitwise.
+import json
+import shutil
+import string
+from pathlib import Path
+
+from ..dtypes import DTYPES
+from ..errors import TaotError
+from ..fsutil import write_if_changed
+
+SCHEMA, VERSION = "taot.repro", 1
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "repro"
+
+
+def add_arguments(parser):
+    parser.add_argument("recording", metavar="DIR", help="the folder $TAOT_RECORD named: launch.json and its buffers")
+    parser.add_argument("-o", "--output", metavar="OUT", required=True,
+                        help="folder for CMakeLists.txt, replay.cpp and the data (made if missing)")
+    parser.add_argument("--library", metavar="LIBDIR", required=True,
+                        help="the folder taot build wrote for the recorded library (its CMakeLists.txt)")
+    parser.add_argument("--taot-source", metavar="DIR",
+                        help="taot source checkout whose runtime the program links (default: the one this taot "
+                             "runs from, if it is a checkout; else an installed taot)")
+
+
+def run(arguments):
+    recording = Path(arguments.recording)
+    launch = load_recording(recording / "launch.json")
+    library_dir = Path(arguments.library).resolve()
+    if not (library_dir / "CMakeLists.txt").is_file() or not (library_dir / f"{launch['library']}_c.h").is_file():
+        raise TaotError(f"{library_dir} is not a folder taot build wrote for library '{launch['library']}' "
+                        f"(no CMakeLists.txt and {launch['library']}_c.h)")
+    source_dir = Path(arguments.taot_source).resolve() if arguments.taot_source else default_source_dir()
+    out = Path(arguments.output)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    for buffer in launch["buffers"]:
+        for key in ("file", "after"):
+            if buffer.get(key):
+                copy_if_changed(recording / buffer[key], out / "data" / buffer[key])
+    write_if_changed(out / "data" / "launch.json", (recording / "launch.json").read_text())
+    values = template_values(launch, recording / "launch.json", library_dir, source_dir)
+    for name in ("CMakeLists.txt", "replay.cpp"):
+        template = string.Template((TEMPLATES / f"{name}.in").read_text())
+        write_if_changed(out / name, template.substitute(values))
+    print(f"wrote {out}: cmake -S {out} -B {out}/build && cmake --build {out}/build && {out}/build/replay")
+    return 0
+
+
+def load_recording(path):
+    try:
+        launch = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise TaotError(f"{path} does not exist: record a launch first (TAOT_RECORD=DIR; see docs/debug.md)") from None
+    except json.JSONDecodeError as error:
+        raise TaotError(f"{path}: not JSON ({error})") from None
+    if not isinstance(launch, dict) or launch.get("schema") != SCHEMA or launch.get("version") != VERSION:
+        raise TaotError(f"{path}: not a recorded launch (schema '{SCHEMA}', version {VERSION})")
+    if launch.get("status") is None:
+        raise TaotError(f"{path}: the recorded launch never ended (the process stopped during it); its inputs are "
+                        "there but not what it wrote")
+    for arg in launch["args"]:
+        if arg["kind"] == "tensordesc":
+            raise TaotError(f"{path}: argument {arg['name']} is a tensor descriptor; repro cannot replay those yet")
+        if arg["kind"] == "pointer" and arg.get("buffer") is None and "address" in arg:
+            raise TaotError(f"{path}: argument {arg['name']} points outside every allocation the recorder could "
+                            f"find ({arg['address']}); see the file's errors")
+    return launch
+
+
+def default_source_dir():
+    checkout = Path(__file__).resolve().parents[3]
+    return checkout if (checkout / "runtime" / "CMakeLists.txt").is_file() else None
+
+
+def copy_if_changed(source, target):
+    if target.is_file() and target.stat().st_size == source.stat().st_size and target.read_bytes() == source.read_bytes():
+        return
+    shutil.copyfile(source, target)
+
+
+def c_string(text):
+    return json.dumps(str(text))  # a JSON string of ASCII text is a valid C string literal
+
+
+def dtype_enumerator(name):
+    if name not in DTYPES:
+        raise TaotError(f"unknown dtype '{name}' in the recording")
+    return f"TAOT_DTYPE_{name.upper()}"
+
+
+def template_values(launch, source, library_dir, source_dir):
+    buffers = "".join(
+        f"    {{{c_string(b['file'])}, {b['bytes']}u, {c_string(b['after']) if b.get('after') else 'nullptr'}}},\n"
+        for b in launch["buffers"])
+    args = []
+    for arg in launch["args"]:
+        if arg["kind"] == "pointer" and arg.get("buffer") is not None:
+            row = f"ArgKind::pointer, {dtype_enumerator(arg['dtype'])}, {arg['buffer']}u, {arg['offset']}u, 0"
+        elif arg["kind"] == "pointer":
+            row = f"ArgKind::none, {dtype_enumerator(arg['dtype'])}, 0, 0, 0"
+        else:
+            row = f"ArgKind::scalar, TAOT_DTYPE_UNKNOWN, 0, 0, {arg['bits']}u"
+        args.append(f"    {{{c_string(arg['name'])}, {row}}},\n")
+    grid = [int(g) for g in launch["grid"]]
+    return {
+        "source": str(source),
+        "library": launch["library"],
+        "kernel": launch["kernel"],
+        "variant": launch["variant"],
+        "variant_index": int(launch["variant_index"]),
+        "launch_index": int(launch.get("launch_index", 0)),
+        "grid": ", ".join(str(g) for g in grid),
+        "grid_text": "[" + ", ".join(str(g) for g in grid) + "]",
+        "buffers": buffers,
+        "args": "".join(args),
+        "library_dir": library_dir.as_posix(),
+        "source_dir": source_dir.as_posix() if source_dir else "",
+    }

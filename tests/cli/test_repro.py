@@ -1,0 +1,88 @@
+"""`taot repro` without a GPU: a recording (launch.json as the runtime's recorder writes it, with its
+buffers) becomes a CMake project whose replay program compiles with -Wall -Wextra -Werror against the
+vector_add library generated here; a recording that cannot be replayed is refused, naming why."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC = REPO / "examples" / "vector_add" / "vector_add.toml"
+
+
+def run(*args, **kwargs):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=1800, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory, taot_bin):
+    out = tmp_path_factory.mktemp("vector_add_repro") / "generated"
+    built = run(taot_bin, "build", SPEC, "-o", out, "--target", "sm_90", "-j", str(os.cpu_count() or 2), "--quiet")
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    return out
+
+
+def recording(folder, **changes):
+    """A recorded vector_add launch: x and y in one allocation, out in another, n = 256 in fp16."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "buffer0.bin").write_bytes(bytes(range(256)) * 4)
+    (folder / "buffer1.bin").write_bytes(bytes(512))
+    (folder / "buffer1.after.bin").write_bytes(bytes([7]) * 512)
+    launch = {
+        "schema": "taot.repro", "version": 1, "library": "vector_add", "kernel": "add_kernel",
+        "variant": "fp16_a16_a16_a16_d16_b1024_w4_s3", "variant_index": 5, "step": "default", "launch_index": 0,
+        "grid": [1, 1, 1], "device": 0,
+        "buffers": [{"file": "buffer0.bin", "bytes": 1024, "output": False},
+                    {"file": "buffer1.bin", "bytes": 512, "output": True, "after": "buffer1.after.bin"}],
+        "args": [{"name": "x_ptr", "kind": "pointer", "dtype": "fp16", "output": False, "buffer": 0, "offset": 0},
+                 {"name": "y_ptr", "kind": "pointer", "dtype": "fp16", "output": False, "buffer": 0, "offset": 512},
+                 {"name": "output_ptr", "kind": "pointer", "dtype": "fp16", "output": True, "buffer": 1, "offset": 0},
+                 {"name": "n_elements", "kind": "int", "value": 256, "bits": "0x0000000000000100"}],
+        "status": "TAOT_OK", "errors": []}
+    launch.update(changes)
+    (folder / "launch.json").write_text(json.dumps(launch, indent=1))
+    return folder
+
+
+def test_the_replay_program_compiles_with_strict_warnings(library, run_taot, tmp_path):
+    out = tmp_path / "repro"
+    made = run_taot("repro", recording(tmp_path / "recorded"), "-o", out, "--library", library)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert sorted(p.name for p in (out / "data").iterdir()) == [
+        "buffer0.bin", "buffer1.after.bin", "buffer1.bin", "launch.json"]
+    replay = (out / "replay.cpp").read_text()
+    assert "do not edit" in replay
+    assert '{"y_ptr", ArgKind::pointer, TAOT_DTYPE_FP16, 0u, 512u, 0}' in replay
+    assert '{"n_elements", ArgKind::scalar, TAOT_DTYPE_UNKNOWN, 0, 0, 0x0000000000000100u}' in replay
+    configured = run("cmake", "-S", out, "-B", out / "build", "-G", "Ninja")
+    assert configured.returncode == 0, configured.stdout[-4000:] + configured.stderr[-4000:]
+    compiled = run("cmake", "--build", out / "build", "--target", "replay")
+    assert compiled.returncode == 0, compiled.stdout[-6000:] + compiled.stderr[-2000:]
+    assert "-Werror" in (out / "build" / "build.ninja").read_text()
+    assert (out / "build" / "replay").is_file()
+    again = run_taot("repro", tmp_path / "recorded", "-o", out, "--library", library)
+    assert again.returncode == 0
+    rebuilt = run("cmake", "--build", out / "build", "--target", "replay")
+    assert "no work to do" in rebuilt.stdout, rebuilt.stdout  # the same recording writes the same files
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"schema": "taot.profile.trace"}, "not a recorded launch (schema 'taot.repro', version 1)"),
+    ({"status": None}, "the recorded launch never ended"),
+    ({"args": [{"name": "desc", "kind": "tensordesc", "dtype": "fp16"}]},
+     "argument desc is a tensor descriptor; repro cannot replay those yet"),
+])
+def test_a_recording_that_cannot_be_replayed_is_refused(run_taot, tmp_path, changes, message):
+    (tmp_path / "lib").mkdir()
+    result = run_taot("repro", recording(tmp_path / "recorded", **changes), "-o", tmp_path / "out",
+                      "--library", tmp_path / "lib")
+    assert result.returncode == 1
+    assert message in result.stderr, result.stderr
+
+
+def test_a_folder_without_a_recording_is_named(run_taot, tmp_path):
+    result = run_taot("repro", tmp_path, "-o", tmp_path / "out", "--library", tmp_path)
+    assert result.returncode == 1
+    assert f"{tmp_path}/launch.json does not exist: record a launch first" in result.stderr, result.stderr
