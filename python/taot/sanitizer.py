@@ -19,8 +19,9 @@ ENVIRONMENT = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 PADDING_BYTES = 512  # memcheck's --padding: bytes of no-allocation after each allocation
 _PREFIX = re.compile(r"^========= ?(.*)$")
 # "Invalid __global__ write of size 4 bytes", "Race reported between Write access at ...",
+# "Host API uninitialized memory access" (initcheck: a copy reading memory nothing wrote),
 # "Uninitialized __global__ memory read of size 4 bytes", "Barrier error detected. ..."
-_HEADLINE = re.compile(r"^(Invalid .*|Uninitialized .*|.*[Rr]ace reported.*|Barrier error.*|"
+_HEADLINE = re.compile(r"^(Invalid .*|Uninitialized .*|Host API .*|.*[Rr]ace reported.*|Barrier error.*|"
                        r"Program hit .*|Malformed .*|Misaligned .*|Out-of-range .*|Error: .*)$")
 # "at oob_kernel+0x1d0 in /path/kernels.py:12", "at 0x1d0 in /path/kernels.py:12 in oob_kernel"
 _AT = re.compile(r"^\s*at (?:(?P<function>[A-Za-z_][\w]*)\+0x[0-9a-fA-F]+|0x[0-9a-fA-F]+)"

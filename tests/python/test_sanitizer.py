@@ -64,3 +64,11 @@ def test_usage_errors():
     assert result.returncode == 2 and "--per-variant: the command must be `check`" in result.stderr
     result = run("--tool", "leakcheck", "--", "check", "x")
     assert result.returncode == 2 and "leakcheck" in result.stderr
+
+
+def test_initcheck_host_api_findings_have_no_kernel():
+    text = ("========= Host API uninitialized memory access\n"
+            "=========     at 0x7f1 on access by cudaMemcpyAsync source at 0x7f3a2e000000 [16384 bytes]\n"
+            "========= ERROR SUMMARY: 512 errors\n")
+    findings, summary = sanitizer.parse_report(text)
+    assert summary == 512 and findings == [sanitizer.Finding("Host API uninitialized memory access")]

@@ -56,6 +56,16 @@ def run_sanitized(tool, program, quiet):
     return code, findings, summary, "".join(lines)
 
 
+def library_functions(program):
+    """For `check LIBRARY ...`: the library's kernel function names (findings elsewhere, such as an
+    initcheck report on torch copying an uninitialised output to restore it later, are the harness's
+    and do not fail the run); None for any other command, whose every finding counts."""
+    if len(program) < 2 or program[0] != "check" or not (Path(program[1]) / "manifest.json").is_file():
+        return None
+    manifest = json.loads((Path(program[1]) / "manifest.json").read_text())
+    return {kernel["function"] for kernel in manifest["kernels"]}
+
+
 def variant_runs(program):
     """For --per-variant: one `check` argument list per variant id of the library's manifest (the
     kernels named by --kernel, else all)."""
@@ -90,13 +100,16 @@ def run(arguments):
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     runs = variant_runs(arguments.program) if arguments.per_variant else [(None, arguments.program)]
     report, failed = [], False
+    ours = library_functions(arguments.program)
     for label, program in runs:
         if label:
             say(f"[{len(report) + 1}/{len(runs)}] {arguments.tool}: variant {label}")
         code, findings, summary, output = run_sanitized(arguments.tool, program, arguments.quiet or bool(label))
         not_run = label is not None and "does not accept" in output and not findings
-        entry = {"variant": label, "exit_code": code, "errors": summary if summary is not None else len(findings),
-                 "not_run": not_run,
+        counted = findings if ours is None else [f for f in findings if f.function in ours]
+        entry = {"variant": label, "exit_code": code, "not_run": not_run,
+                 "errors": (summary if summary is not None else len(findings)) if ours is None else len(counted),
+                 "elsewhere": 0 if ours is None else len(findings) - len(counted),
                  "findings": [dict(kind=f.kind, function=f.function, file=f.file, line=f.line, count=count)
                               for f, count in sanitizer.summarize(findings)]}
         report.append(entry)
@@ -107,7 +120,9 @@ def run(arguments):
         if entry["not_run"]:
             print(f"{head}not run (the variant takes none of the shapes' arguments)")
             continue
-        print(f"{head}{entry['errors']} error(s), exit code {entry['exit_code']}")
+        scope = " in the library's kernels" if ours is not None else ""
+        elsewhere = f"; {entry['elsewhere']} outside them (the harness: torch, the host)" if entry["elsewhere"] else ""
+        print(f"{head}{entry['errors']} error(s){scope}{elsewhere}, exit code {entry['exit_code']}")
         for finding in entry["findings"]:
             if finding["function"] is None:  # the program's side: a failed API call after the fault, its exit
                 print(f"    {finding['count']} x {finding['kind']}")

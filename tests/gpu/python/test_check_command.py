@@ -73,3 +73,4 @@ def test_a_mismatch_is_reported_with_its_first_index():
     (row,) = rows
     assert row["status"] == "mismatch" and row["first_index"] == [7] and row["output"] == "output_ptr"
     assert abs(row["max_abs"] - 1.0) < 1e-6
+

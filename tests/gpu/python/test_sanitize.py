@@ -59,3 +59,14 @@ def test_a_clean_check_is_clean():
     assert result.returncode == 0, result.stderr
     (entry,) = json.loads(report.read_text())
     assert entry["errors"] == 0 and entry["findings"] == []
+
+
+def test_the_other_tools_run_and_report_clean_on_vector_add():
+    for tool in ("racecheck", "initcheck", "synccheck"):
+        report = Path(tempfile.mkdtemp()) / f"{tool}.json"
+        result = taot("sanitize", "--tool", tool, "--json", report, "-q", "--", "check", WORK / "vector_add", "--bench",
+                      ROOT / "examples/vector_add/bench_vector_add.py", "--where", "n=4096", "--where", "dtype=fp32",
+                      "--variants", "auto")
+        assert result.returncode == 0, (tool, result.stdout[-2000:])
+        (entry,) = json.loads(report.read_text())
+        assert entry["errors"] == 0, (tool, entry)
