@@ -10,15 +10,22 @@ scripts/build.sh
 export TAOT_BIN="$PWD/build/tools/taot/taot"
 # One pytest run per folder: each folder's conftest.py is its own module.
 # The examples' folders hold GPU tests (skipped here) and spec checks that need no GPU.
+# A folder whose every test skips here (no GPU) fails the run: each must have a test that runs.
+summary=$(mktemp)
 for folder in tests/python tests/cli tests/kernels_as_written examples/softmax examples/layer_norm examples/matmul examples/persistent_matmul examples/tma_matmul examples/fused_moe; do
   set +e
-  python3 -m pytest -q "$folder"
-  status=$?
+  python3 -m pytest -q "$folder" | tee "$summary"
+  status=${PIPESTATUS[0]}
   set -e
   if [ "$status" -eq 5 ]; then
     echo "test.sh: pytest collected no tests in $folder" >&2
     exit 1
   fi
   [ "$status" -eq 0 ] || exit "$status"
+  if ! tail -1 "$summary" | grep -q "[1-9][0-9]* passed"; then
+    echo "test.sh: no test ran in $folder without a GPU (all skipped)" >&2
+    exit 1
+  fi
 done
+rm -f "$summary"
 scripts/sanitize.sh
