@@ -13,6 +13,7 @@ from pathlib import Path
 from .bench import ArgumentCache
 from .errors import TaotError
 from .expressions import run_program
+from .measure import output_difference
 
 AGAINST = ("jit", "reference", "interpreter")
 
@@ -77,37 +78,6 @@ def _interpreted_function(source, name):
     return value
 
 
-def _first_difference(got, want, tolerance):
-    """(count, max_abs, max_rel, first index) of elements of `got` outside tolerance of `want`."""
-    import torch
-
-    got64, want64 = got.detach().to(torch.float64), want.detach().to(device=got.device, dtype=torch.float64)
-    if got64.shape != want64.shape and got64.numel() == want64.numel():
-        want64 = want64.reshape(got64.shape)
-    difference = (got64 - want64).abs()
-    nan_mismatch = torch.isnan(got64) != torch.isnan(want64)
-    difference = torch.where(torch.isnan(got64) & torch.isnan(want64), torch.zeros_like(difference), difference)
-    bad = (difference > tolerance.atol + tolerance.rtol * want64.abs()) | nan_mismatch
-    relative = difference / want64.abs().clamp_min(1e-30)
-    count = int(bad.sum().item())
-    max_abs = float(difference.nan_to_num(float("inf")).max().item()) if difference.numel() else 0.0
-    max_rel = float(torch.where(want64 == 0, torch.zeros_like(relative), relative).nan_to_num(float("inf")).max().item()) \
-        if difference.numel() else 0.0
-    first = None
-    if count:
-        flat = int(torch.nonzero(bad.reshape(-1))[0].item())
-        first = tuple(int(i) for i in _unravel(flat, tuple(got.shape)))
-    return count, max_abs, max_rel, first
-
-
-def _unravel(flat, shape):
-    index = []
-    for extent in reversed(shape or (1,)):
-        index.append(flat % extent)
-        flat //= extent
-    return tuple(reversed(index))
-
-
 class _Exact:
     atol = 0.0
     rtol = 0.0
@@ -117,14 +87,16 @@ def compare(kernel_name, shape, variant_id, against, names, actual, expected, to
     """A Comparison of `actual` outputs with `expected` (lists in the same order)."""
     result = Comparison(kernel_name, dict(shape), variant_id, against, "ok")
     for name, got, want in zip(names, actual, expected):
-        import torch
-        want = want if isinstance(want, torch.Tensor) else torch.as_tensor(want)
         tolerance = tolerance_for(got.dtype)
-        count, max_abs, max_rel, first = _first_difference(got, want, tolerance)
-        result.max_abs, result.max_rel = max(result.max_abs, max_abs), max(result.max_rel, max_rel)
-        if count and result.status == "ok":
-            result.status, result.first_index, result.output = "mismatch", first, name
-            result.detail = (f"{count} of {got.numel()} elements of {name} differ (atol={tolerance.atol:g}, "
+        try:
+            found = output_difference(got, want, tolerance)
+        except ValueError as error:
+            result.status, result.output, result.detail = "mismatch", name, f"{name}: {error}"
+            break
+        result.max_abs, result.max_rel = max(result.max_abs, found.max_abs), max(result.max_rel, found.max_rel)
+        if found.count and result.status == "ok":
+            result.status, result.first_index, result.output = "mismatch", found.first, name
+            result.detail = (f"{found.count} of {found.total} elements of {name} differ (atol={tolerance.atol:g}, "
                              f"rtol={tolerance.rtol:g})")
     return result
 

@@ -72,36 +72,73 @@ class OutputGuard:
         return [self.args[p] for p in self.positions]
 
 
-def compare_outputs(kernel_bench, names, actual, expected):
-    """Problems of `actual` (the outputs after a call) against `expected` (the reference's, same
-    order), each a line naming the output, the worst element and the tolerance; empty when all pass.
-    Elements compare as |a - e| <= atol + rtol * |e| in fp64; NaN must be NaN where expected."""
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """How far an output is from its expected value: the elements outside tolerance, the largest
+    absolute and relative errors (NaN in both places counts as equal), and the first element outside
+    tolerance (its index, and the two values there; None when all are within)."""
+    count: int
+    total: int
+    max_abs: float
+    max_rel: float
+    first: tuple = None
+    first_values: tuple = None
+
+
+def output_difference(got, want, tolerance):
+    """The Difference of tensor `got` from `want` (a tensor, or anything torch.as_tensor takes), element
+    by element in fp64: outside tolerance when |got - want| > atol + rtol * |want|, or NaN in one
+    only. `want` of another shape with as many elements is compared in `got`'s shape; ValueError
+    when the counts differ."""
     import torch
 
+    want = want if isinstance(want, torch.Tensor) else torch.as_tensor(want)
+    got64, want64 = got.detach().to(torch.float64), want.detach().to(device=got.device, dtype=torch.float64)
+    if got64.shape != want64.shape:
+        if got64.numel() != want64.numel():
+            raise ValueError(f"shape {tuple(got.shape)}, the reference's {tuple(want.shape)}")
+        want64 = want64.reshape(got64.shape)
+    both_nan = torch.isnan(got64) & torch.isnan(want64)
+    difference = torch.where(both_nan, torch.zeros_like(got64), (got64 - want64).abs())
+    bad = (difference > tolerance.atol + tolerance.rtol * want64.abs()) | (torch.isnan(got64) != torch.isnan(want64))
+    if not difference.numel():
+        return Difference(0, 0, 0.0, 0.0)
+    relative = torch.where(want64 == 0, torch.zeros_like(difference), difference / want64.abs().clamp_min(1e-30))
+    count = int(bad.sum().item())
+    first = first_values = None
+    if count:
+        flat = int(torch.nonzero(bad.reshape(-1))[0].item())
+        first = _unravel(flat, tuple(got.shape))
+        first_values = (got64.reshape(-1)[flat].item(), want64.reshape(-1)[flat].item())
+    return Difference(count, got64.numel(), float(difference.nan_to_num(math.inf).max().item()),
+                      float(relative.nan_to_num(math.inf).max().item()), first, first_values)
+
+
+def _unravel(flat, shape):
+    """The index in `shape` of element `flat` of the row-major order."""
+    index = []
+    for extent in reversed(shape or (1,)):
+        index.append(flat % extent)
+        flat //= extent
+    return tuple(reversed(index))
+
+
+def compare_outputs(kernel_bench, names, actual, expected):
+    """Problems of `actual` (the outputs after a call) against `expected` (the reference's, same
+    order), each a line naming the output, the first element outside the file's tolerance and the
+    tolerance; empty when all pass (output_difference says how elements compare)."""
     problems = []
     for name, got, want in zip(names, actual, expected):
-        if not isinstance(want, torch.Tensor):
-            want = torch.as_tensor(want)
-        got64 = got.detach().to(torch.float64)
-        want64 = want.detach().to(device=got.device, dtype=torch.float64)
-        if got64.shape != want64.shape:
-            if got64.numel() == want64.numel():
-                want64 = want64.reshape(got64.shape)
-            else:
-                problems.append(f"{name}: shape {tuple(got.shape)}, the reference's {tuple(want.shape)}")
-                continue
         tolerance = kernel_bench.tolerance_for(got.dtype)
-        nan_mismatch = torch.isnan(got64) != torch.isnan(want64)
-        difference = (got64 - want64).abs()
-        allowed = tolerance.atol + tolerance.rtol * want64.abs()
-        bad = (difference > allowed) & ~torch.isnan(want64) | nan_mismatch
-        count = int(bad.sum().item())
-        if count:
-            index = int(torch.argmax(torch.where(bad, difference.nan_to_num(math.inf), -1.0)).item())
-            flat_got, flat_want = got64.reshape(-1), want64.reshape(-1)
-            problems.append(f"{name}: {count} of {got64.numel()} elements differ beyond atol={tolerance.atol:g} "
-                            f"rtol={tolerance.rtol:g}; worst at flat index {index}: {flat_got[index].item():.6g} vs "
-                            f"{flat_want[index].item():.6g}")
+        try:
+            found = output_difference(got, want, tolerance)
+        except ValueError as error:
+            problems.append(f"{name}: {error}")
+            continue
+        if found.count:
+            problems.append(f"{name}: {found.count} of {found.total} elements differ beyond atol={tolerance.atol:g} "
+                            f"rtol={tolerance.rtol:g}; first at {list(found.first)}: {found.first_values[0]:.6g} vs "
+                            f"{found.first_values[1]:.6g}")
     return problems
 
 

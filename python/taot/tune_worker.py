@@ -18,6 +18,7 @@ import math
 import sys
 
 from .errors import TaotError
+from .stats import median
 
 
 class Screening:
@@ -56,19 +57,12 @@ def _measure(backend, candidate, screening, best):
     problems = backend.gate(candidate)
     if problems:
         return {"status": "wrong", "detail": "; ".join(problems)}
-    quick = _median(backend.time(candidate, screening.quick))
+    quick = median(backend.time(candidate, screening.quick))
     if quick > best * screening.prune_ratio:
         return {"status": "pruned", "median_ms": quick,
                 "detail": f"quick median {quick:.5g} ms > {screening.prune_ratio:g} x best {best:.5g} ms"}
     samples = backend.time(candidate, screening.full)
-    return {"status": "ok", "median_ms": _median(samples), "samples": len(samples)}
-
-
-def _median(samples):
-    ordered = sorted(samples)
-    middle = (len(ordered) - 1) / 2
-    low, high = ordered[math.floor(middle)], ordered[math.ceil(middle)]
-    return (low + high) / 2
+    return {"status": "ok", "median_ms": median(samples), "samples": len(samples)}
 
 
 def serve(backend, shapes, screening, read=sys.stdin, write=sys.stdout):
