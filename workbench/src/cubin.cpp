@@ -152,19 +152,19 @@ Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name) 
 
   for (const Section& section : sections) {
     const std::string_view section_name = section.name;
-    if (starts_with(section_name, ".nv.shared.reserved.")) {
+    if (section_name.starts_with(".nv.shared.reserved.")) {
       info.reserved_shared += static_cast<std::uint32_t>(section.size);
-    } else if (starts_with(section_name, ".nv.shared.")) {
+    } else if (section_name.starts_with(".nv.shared.")) {
       if (FunctionResources* function = function_named(section_name.substr(11)))
         function->static_shared = static_cast<std::uint32_t>(section.size);
-    } else if (starts_with(section_name, ".nv.local.")) {
+    } else if (section_name.starts_with(".nv.local.")) {
       if (FunctionResources* function = function_named(section_name.substr(10)))
         function->local = static_cast<std::uint32_t>(section.size);
-    } else if (starts_with(section_name, ".nv.constant0.")) {
+    } else if (section_name.starts_with(".nv.constant0.")) {
       if (FunctionResources* function = function_named(section_name.substr(14)))
         function->constant0 = static_cast<std::uint32_t>(section.size);
     }
-    if (section_name != ".nv.info" && !starts_with(section_name, ".nv.info.")) continue;
+    if (section_name != ".nv.info" && !section_name.starts_with(".nv.info.")) continue;
     // A per-function list (.nv.info.<name>) holds its MAXREG_COUNT inline.
     FunctionResources* owner = section_name.size() > 9 ? function_named(section_name.substr(9)) : nullptr;
     std::uint64_t at = section.offset;

@@ -14,7 +14,7 @@ bool is_lower_word(char c) { return std::islower(static_cast<unsigned char>(c)) 
 
 // After an optional `%a, %b:2 = ` result list.
 std::string_view after_results(std::string_view text) {
-  if (!starts_with(text, "%")) return text;
+  if (!text.starts_with("%")) return text;
   const std::size_t equals = text.find(" = ");
   return equals == std::string_view::npos ? std::string_view() : text.substr(equals + 3);
 }
@@ -36,14 +36,14 @@ std::string_view dialect_op(std::string_view text) {
 void count_mlir(std::string_view line, OpCounts& counts) {
   const std::string_view text = trim(line);
   if (text.empty() || text.front() == '#' || text.front() == '}' || text.front() == '^' || text.front() == ')' ||
-      starts_with(text, "//"))
+      text.starts_with("//"))
     return;
-  if (starts_with(text, "module")) {
+  if (text.starts_with("module")) {
     ++counts["module"];
     return;
   }
   const std::string_view rest = after_results(text);
-  if (starts_with(rest, "\"")) {  // generic form: "tt.reduce"(%x) ...
+  if (rest.starts_with("\"")) {  // generic form: "tt.reduce"(%x) ...
     const std::size_t close = rest.find('"', 1);
     if (close != std::string_view::npos && !dialect_op(rest.substr(1, close - 1)).empty())
       ++counts[std::string(rest.substr(1, close - 1))];
@@ -58,12 +58,12 @@ void count_llvm(const std::vector<std::string_view>& lines, OpCounts& counts) {
   bool in_function = false;
   for (std::string_view line : lines) {
     const std::string_view text = trim(line);
-    if (starts_with(line, "define ")) {
+    if (line.starts_with("define ")) {
       in_function = true;
       continue;
     }
     if (!in_function) continue;
-    if (starts_with(line, "}")) {
+    if (line.starts_with("}")) {
       in_function = false;
       continue;
     }
@@ -73,7 +73,7 @@ void count_llvm(const std::vector<std::string_view>& lines, OpCounts& counts) {
     const std::string_view first = rest.substr(0, space);
     if (first.empty() || first.back() == ':') continue;  // a block label
     for (std::string_view prefix : {"tail ", "musttail ", "notail "})
-      if (starts_with(rest, prefix)) rest.remove_prefix(prefix.size());
+      if (rest.starts_with(prefix)) rest.remove_prefix(prefix.size());
     std::size_t end = 0;
     while (end < rest.size() && (std::islower(static_cast<unsigned char>(rest[end])) || rest[end] == '_')) ++end;
     const std::string op(rest.substr(0, end));
@@ -116,12 +116,12 @@ void count_ptx(std::string_view line, OpCounts& counts) {
 // SASS: `/*0040*/  @!P0 LDG.E.128 R16, desc[UR4][R2.64] ;`.
 void count_sass(std::string_view line, OpCounts& counts) {
   std::string_view text = trim(line);
-  if (!starts_with(text, "/*")) return;
+  if (!text.starts_with("/*")) return;
   const std::size_t close = text.find("*/");
   if (close == std::string_view::npos) return;
   text = trim_left(text.substr(close + 2));
-  if (starts_with(text, "{")) text = trim_left(text.substr(1));  // dual-issue pairs of older GPUs
-  if (starts_with(text, "@")) {
+  if (text.starts_with("{")) text = trim_left(text.substr(1));  // dual-issue pairs of older GPUs
+  if (text.starts_with("@")) {
     const std::size_t space = text.find_first_of(" \t");
     if (space == std::string_view::npos) return;
     text = trim_left(text.substr(space));

@@ -61,7 +61,7 @@ class MlirLocations {
  public:
   explicit MlirLocations(const std::vector<std::string_view>& lines) {
     for (std::string_view line : lines) {
-      if (!starts_with(line, "#loc")) continue;
+      if (!line.starts_with("#loc")) continue;
       const std::size_t equals = line.find(" = loc(");
       if (equals == std::string_view::npos) continue;
       const std::string_view name = line.substr(0, equals);
@@ -74,7 +74,7 @@ class MlirLocations {
   // The location of an op line: the `loc(...)` that ends it.
   SourceFrames of_line(std::string_view line) {
     line = trim_right(line);
-    if (line.empty() || line.back() != ')' || starts_with(trim(line), "#")) return {};
+    if (line.empty() || line.back() != ')' || trim(line).starts_with("#")) return {};
     // Walk back from the final ')' to its '(' and check that "loc" precedes it.
     int depth = 0;
     bool in_string = false;
@@ -157,11 +157,11 @@ class MlirLocations {
       }
       return {};  // a name without a child location
     }
-    if (starts_with(text.substr(at), "callsite(")) {
+    if (text.substr(at).starts_with("callsite(")) {
       at += 9;
       SourceFrames frames = parse(text, at, depth + 1);
       skip_spaces(text, at);
-      if (starts_with(text.substr(at), "at ")) {
+      if (text.substr(at).starts_with("at ")) {
         at += 3;
         SourceFrames caller = parse(text, at, depth + 1);
         frames.insert(frames.end(), caller.begin(), caller.end());
@@ -170,7 +170,7 @@ class MlirLocations {
       if (at < text.size() && text[at] == ')') ++at;
       return frames;
     }
-    if (starts_with(text.substr(at), "fused")) {
+    if (text.substr(at).starts_with("fused")) {
       at += 5;
       if (at < text.size() && text[at] == '<') skip_group(text, at, '<', '>');
       if (at >= text.size() || text[at] != '[') return {};
@@ -243,11 +243,11 @@ std::optional<std::string_view> reference(std::optional<std::string_view> value)
 Locations llvm_locations(const std::vector<std::string_view>& lines) {
   std::unordered_map<std::string_view, std::string_view> nodes;  // "12" -> "!DILocation(...)"
   for (std::string_view line : lines) {
-    if (!starts_with(line, "!")) continue;
+    if (!line.starts_with("!")) continue;
     const std::size_t equals = line.find(" = ");
     if (equals == std::string_view::npos) continue;
     std::string_view body = line.substr(equals + 3);
-    if (starts_with(body, "distinct ")) body = body.substr(9);
+    if (body.starts_with("distinct ")) body = body.substr(9);
     nodes[line.substr(1, equals - 1)] = body;
   }
   std::unordered_map<std::string_view, std::optional<std::string>> file_of_scope;
@@ -259,7 +259,7 @@ Locations llvm_locations(const std::vector<std::string_view>& lines) {
     std::optional<std::string> file;
     if (node != nodes.end()) {
       const std::string_view body = node->second;
-      if (starts_with(body, "!DIFile(")) {
+      if (body.starts_with("!DIFile(")) {
         std::optional<std::string> name = string_field(body, "filename");
         std::optional<std::string> directory = string_field(body, "directory");
         if (name && !name->empty())
@@ -283,7 +283,7 @@ Locations llvm_locations(const std::vector<std::string_view>& lines) {
       const std::string_view body = node->second;
       std::optional<std::uint32_t> number = number_field(body, "line");
       std::optional<std::string> file;
-      if (starts_with(body, "!DILocation(")) {
+      if (body.starts_with("!DILocation(")) {
         if (std::optional<std::string_view> scope = reference(field(body, "scope"))) file = scope_file(*scope, 0);
       } else {
         file = scope_file(id, 0);
@@ -304,7 +304,7 @@ Locations llvm_locations(const std::vector<std::string_view>& lines) {
   for (std::string_view line : lines) {
     SourceFrames frames;
     const std::size_t dbg = line.find("!dbg !");
-    if (dbg != std::string_view::npos && !starts_with(line, "!")) {
+    if (dbg != std::string_view::npos && !line.starts_with("!")) {
       std::string_view id = line.substr(dbg + 6);
       std::size_t end = 0;
       while (end < id.size() && std::isdigit(static_cast<unsigned char>(id[end]))) ++end;
@@ -350,7 +350,7 @@ Locations ptx_locations(const std::vector<std::string_view>& lines) {
   std::unordered_map<std::uint32_t, std::string> files;
   for (std::string_view line : lines) {
     const std::string_view text = trim(line);
-    if (!starts_with(text, ".file")) continue;
+    if (!text.starts_with(".file")) continue;
     std::size_t at = 5;
     while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
     std::optional<std::uint32_t> number = parse_number(text, at);
@@ -363,7 +363,7 @@ Locations ptx_locations(const std::vector<std::string_view>& lines) {
   SourceFrames current;
   for (std::string_view line : lines) {
     const std::string_view text = trim(line);
-    if (starts_with(text, ".loc")) {
+    if (text.starts_with(".loc")) {
       std::size_t at = 4;
       while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
       std::optional<std::uint32_t> file = parse_number(text, at);
@@ -378,11 +378,11 @@ Locations ptx_locations(const std::vector<std::string_view>& lines) {
             current.insert(current.end(), callers.begin(), callers.end());
           }
         }
-    } else if (starts_with(line, "}") || starts_with(text, ".visible") || starts_with(text, ".entry") ||
-               starts_with(text, ".func") || starts_with(text, ".section")) {
+    } else if (line.starts_with("}") || text.starts_with(".visible") || text.starts_with(".entry") ||
+               text.starts_with(".func") || text.starts_with(".section")) {
       current.clear();
     }
-    const bool code = !text.empty() && !starts_with(text, "//") && !starts_with(text, ".file");
+    const bool code = !text.empty() && !text.starts_with("//") && !text.starts_with(".file");
     locations.push_back(code ? current : SourceFrames());
   }
   return locations;
@@ -390,7 +390,7 @@ Locations ptx_locations(const std::vector<std::string_view>& lines) {
 
 // ---- SASS (nvdisasm -g/-gi) ----
 
-bool is_sass_marker(std::string_view line) { return starts_with(trim(line), "//## "); }
+bool is_sass_marker(std::string_view line) { return trim(line).starts_with("//## "); }
 
 // `//## File "path", line 12` then any ` inlined at "path", line 30`.
 SourceFrames parse_sass_marker(std::string_view line) {
@@ -398,12 +398,12 @@ SourceFrames parse_sass_marker(std::string_view line) {
   SourceFrames frames;
   std::size_t at = 0;
   std::string_view lead = "//## File ";
-  while (starts_with(text.substr(at), lead)) {
+  while (text.substr(at).starts_with(lead)) {
     at += lead.size();
     std::optional<std::string> file = parse_quoted(text, at);
     if (!file) break;
     while (at < text.size() && (text[at] == ',' || text[at] == ' ')) ++at;
-    if (!starts_with(text.substr(at), "line ")) break;
+    if (!text.substr(at).starts_with("line ")) break;
     at += 5;
     std::optional<std::uint32_t> number = parse_number(text, at);
     if (!number) break;
@@ -425,8 +425,8 @@ Locations sass_locations(const std::vector<std::string_view>& lines) {
       locations.emplace_back();
       continue;
     }
-    if (starts_with(text, "//-----") || starts_with(text, ".section")) current.clear();
-    locations.push_back(starts_with(text, "/*") ? current : SourceFrames());
+    if (text.starts_with("//-----") || text.starts_with(".section")) current.clear();
+    locations.push_back(text.starts_with("/*") ? current : SourceFrames());
   }
   return locations;
 }
@@ -534,7 +534,7 @@ std::string sass_with_ptx_locations(std::string_view sass, std::string_view ptx)
   out.reserve(sass.size() + sass.size() / 2);
   for (std::string_view line : split_lines(sass)) {
     const std::string_view text = trim(line);
-    if (starts_with(text, kPtxMarker)) {
+    if (text.starts_with(kPtxMarker)) {
       std::size_t at = kPtxMarker.size();
       std::optional<std::uint32_t> number = parse_number(text, at);
       const SourceFrames none;
@@ -563,7 +563,7 @@ std::string interleave_source(Stage stage, std::string_view text, SourceFiles& f
     if (stage == Stage::sass && is_sass_marker(line)) continue;
     const SourceFrames& frames = locations[index];
     const SourceLocation* frame = shown_frame(frames);
-    if (frame != nullptr && !starts_with(trim(line), "}") &&
+    if (frame != nullptr && !trim(line).starts_with("}") &&
         (!shown || shown->first != *frame || shown->second != frames.front())) {
       const std::string_view indent = line.substr(0, line.size() - trim_left(line).size());
       std::optional<std::string> source = files.line_text(frame->file, frame->line);

@@ -85,7 +85,7 @@ std::string stage_names() {
 
 std::optional<Stage> stage_of_file(const std::filesystem::path& path) noexcept {
   std::string name = path.filename().string();
-  if (ends_with(name, ".gz")) name.resize(name.size() - 3);
+  if (name.ends_with(".gz")) name.resize(name.size() - 3);
   const std::string extension = std::filesystem::path(name).extension().string();
   if (extension == ".cubin" || extension == ".sass") return Stage::sass;
   if (extension == ".ll") return Stage::llir;
@@ -95,11 +95,11 @@ std::optional<Stage> stage_of_file(const std::filesystem::path& path) noexcept {
 
 Expected<std::string> read_text_file(const std::filesystem::path& path) {
   const std::string name = path.filename().string();
-  if (ends_with(name, ".xz"))
+  if (name.ends_with(".xz"))
     return usage_error(path.string() + " is xz-compressed (an older taot kept IR so); decompress it with `xz -dk` "
                                        "or rebuild the library, which keeps IR gzip-compressed");
   Expected<std::string> bytes = read_bytes(path);
-  if (!bytes.ok() || !ends_with(name, ".gz")) return bytes;
+  if (!bytes.ok() || !name.ends_with(".gz")) return bytes;
   return gunzip(*bytes, path);
 }
 

@@ -212,11 +212,11 @@ std::string without_locations(Stage stage, std::string_view text) {
     switch (stage) {
       case Stage::ttir:
       case Stage::ttgir:
-        if (starts_with(trimmed, "#loc")) continue;
+        if (trimmed.starts_with("#loc")) continue;
         out += strip_mlir_locs(line);
         break;
       case Stage::llir: {
-        if (starts_with(line, "!") && line.find("!DI") != std::string_view::npos) continue;
+        if (line.starts_with("!") && line.find("!DI") != std::string_view::npos) continue;
         std::string kept(line);
         for (std::size_t at = kept.find(", !dbg !"); at != std::string::npos; at = kept.find(", !dbg !", at)) {
           std::size_t end = at + 8;
@@ -232,16 +232,16 @@ std::string without_locations(Stage stage, std::string_view text) {
         break;
       }
       case Stage::ptx:
-        if (starts_with(trimmed, ".section") && trimmed.find(".debug_") != std::string_view::npos) {
+        if (trimmed.starts_with(".section") && trimmed.find(".debug_") != std::string_view::npos) {
           in_debug_section = trimmed.find('}') == std::string_view::npos;
           continue;
         }
         if (in_debug_section) {
-          if (starts_with(trimmed, "}")) in_debug_section = false;
+          if (trimmed.starts_with("}")) in_debug_section = false;
           continue;
         }
-        if (starts_with(trimmed, ".loc") || starts_with(trimmed, ".file") || starts_with(trimmed, "$L__func_begin") ||
-            starts_with(trimmed, "$L__func_end") || starts_with(trimmed, "$L__tmp"))
+        if (trimmed.starts_with(".loc") || trimmed.starts_with(".file") || trimmed.starts_with("$L__func_begin") ||
+            trimmed.starts_with("$L__func_end") || trimmed.starts_with("$L__tmp"))
           continue;
         {
           // `.loc` comments after instructions name the source too: `// vector_add.py:12:16`.
@@ -253,9 +253,9 @@ std::string without_locations(Stage stage, std::string_view text) {
         }
         break;
       case Stage::sass: {
-        if (starts_with(trimmed, "//##")) continue;
+        if (trimmed.starts_with("//##")) continue;
         std::string_view kept = line;
-        if (starts_with(trimmed, "/*")) {
+        if (trimmed.starts_with("/*")) {
           const std::size_t close = trimmed.find("*/");
           if (close != std::string_view::npos) kept = trim_left(trimmed.substr(close + 2));
           out += "        ";

@@ -5,12 +5,6 @@
 
 namespace taot::workbench {
 
-inline bool starts_with(std::string_view text, std::string_view prefix) noexcept {
-  return text.substr(0, prefix.size()) == prefix;
-}
-inline bool ends_with(std::string_view text, std::string_view suffix) noexcept {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
 inline bool is_space(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 inline std::string_view trim_left(std::string_view text) noexcept {
   while (!text.empty() && is_space(text.front())) text.remove_prefix(1);

@@ -76,7 +76,7 @@ Json ManifestBuilder::image(const std::string& variant_id, const std::string& ta
       {"arch_specific", arch_specific},
       {"dir", dir},
       {"cubin", cubin},
-      {"cubin_sha256", sha256_hex(bytes)},
+      {"cubin_sha256", sha256_hex(bytes).value()},
       {"function_name", function},
       {"num_warps", num_warps},
       {"num_ctas", 1},

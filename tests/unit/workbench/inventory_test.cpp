@@ -33,7 +33,7 @@ class InventoryTest : public ::testing::Test {
     const std::string cubin = fake_cubin({FakeFunction{.name = "add_kernel", .registers = 26, .frame_size = 8,
                                                        .min_stack_size = 8, .static_shared = 1024, .local = 4}});
     write_file(dir_.path() / image["cubin"].get<std::string>(), cubin);
-    image["cubin_sha256"] = codegen::sha256_hex(cubin);
+    image["cubin_sha256"] = codegen::sha256_hex(cubin).value();
     image["ptxas"] = {{"registers", 26}, {"spill_stores", 12}, {"spill_loads", 16}, {"stack", 8}};
     image["override"] = {{"stage", "ttgir"}, {"sha256", std::string(64, 'a')}, {"file", "overrides/x.ttgir"}};
     builder.write();
