@@ -37,6 +37,24 @@ def command_module(name):
     return importlib.import_module(COMMANDS[name])
 
 
+# What an OSError's path was expected to be, by its kind; the rest say the system's words.
+_EXPECTED = {
+    FileExistsError: "expected nothing there, or a folder, and found a file",
+    NotADirectoryError: "expected a folder, and a part of the path is a file",
+    IsADirectoryError: "expected a file, and found a folder",
+    FileNotFoundError: "no such file or folder",
+    PermissionError: "permission denied",
+}
+
+
+def describe_os_error(error):
+    """An OSError as one line naming the path(s) and what was wrong, without errno numbers."""
+    paths = " -> ".join(str(name) for name in (error.filename, error.filename2) if name)
+    what = next((text for kind, text in _EXPECTED.items() if isinstance(error, kind)), None)
+    what = what or error.strerror or str(error)
+    return f"{paths}: {what}" if paths else what
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -65,8 +83,7 @@ def main(argv=None):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
         return 0
     except OSError as error:  # a path that cannot be read or written: name it
-        where = f"{error.filename}: " if error.filename else ""
-        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
+        print(f"error: {describe_os_error(error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as interrupt:  # the command says how far it got, when it can
         print(f"interrupted: {interrupt}" if str(interrupt) else "interrupted", file=sys.stderr)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from . import compile as compile_command
+from .. import depfile
 from ..errors import TaotError
 from ..output_lock import HELD_BY_PARENT, OutputLock
 
@@ -23,6 +24,12 @@ def add_arguments(parser):
                         help="a tuned table to bake in (repeatable), as `taot gen --tuning` takes it")
     parser.add_argument("--build-library", action="store_true",
                         help="also configure and build the library with CMake into OUTDIR/build")
+    parser.add_argument("--depfile", metavar="FILE",
+                        help=f"write a Make-style depfile naming what the build read (the spec, kernel sources, "
+                             f"the modules they import, tuned tables) as the inputs of OUTDIR/{depfile.STAMP_NAME}, "
+                             "which a successful build touches: for build systems (taot_add_library uses it)")
+    parser.add_argument("--library-name", metavar="NAME",
+                        help="fail unless the spec's library is named NAME (taot_add_library passes its NAME)")
 
 
 check = compile_command.check
@@ -44,6 +51,9 @@ def run(arguments):
     steps = 3 if arguments.build_library else 2
     say = (lambda line: None) if arguments.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     library = compile_command.load(arguments)
+    if arguments.library_name and arguments.library_name != library.name:
+        raise TaotError(f"{arguments.spec}: the spec names its library {library.name!r}, but the build asks for "
+                        f"{arguments.library_name!r} (--library-name, or taot_add_library's NAME): make them the same")
     output = compile_command.output_folder(library, arguments)
     with OutputLock(output, wait=not arguments.no_wait, notice=say) as lock:
         os.environ[HELD_BY_PARENT] = str(lock.path)
@@ -55,12 +65,29 @@ def run(arguments):
             say(f"[2/{steps}] taot gen {output / 'manifest.json'} -> {output}")
             code = run_gen(output / "manifest.json", output, python=arguments.python, quiet=arguments.quiet,
                            tuning=arguments.tuning)
-            if code != 0 or not arguments.build_library:
+            if code != 0:
                 return code
+            if arguments.depfile:
+                depfile.write(arguments.depfile, output, _inputs(library, arguments.tuning))
+            if not arguments.build_library:
+                return 0
             say(f"[3/3] cmake build {output / 'build'}")
             return _build_library(output, arguments.quiet)
         finally:
             os.environ.pop(HELD_BY_PARENT, None)
+
+
+def _inputs(library, tuning):
+    """Every file the build read: the spec, the kernel sources and the modules they import, the
+    tuned tables of the spec and of --tuning ([KERNEL=]FILE)."""
+    files = {library.path} | depfile.imported_sources()
+    for kernel in library.kernels:
+        files.add(kernel.source)
+        files.update(kernel.tuning)
+    for table in tuning:  # as taot gen reads it: KERNEL=FILE when KERNEL is a name and no file is so called
+        kernel, equals, path = table.partition("=")
+        files.add(Path(path if equals and kernel.isidentifier() and not Path(table).exists() else table))
+    return files
 
 
 def run_gen(manifest, output, *, python=False, quiet=False, tuning=()):
@@ -79,13 +106,23 @@ def _run_step(command):
         raise TaotError(f"cannot run {command[0]}: {error.strerror}") from None
 
 
+def installed_prefix():
+    """The prefix taot is installed in (pip or cmake --install), found from the taot binary as
+    PREFIX/bin/taot beside PREFIX/lib/cmake/taot; None when there is none."""
+    prefix = Path(taot_binary()).resolve().parent.parent
+    return prefix if (prefix / "lib" / "cmake" / "taot" / "taotConfig.cmake").exists() else None
+
+
 def _build_library(folder, quiet):
     """Configures and builds `folder` with CMake into folder/build, the runtime from this checkout
-    when there is one."""
+    when there is one, else from the installed taot."""
     build = folder / "build"
-    configure = ["cmake", "-S", str(folder), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"]
+    configure = ["cmake", "-S", str(folder), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                 f"-DPython_EXECUTABLE={sys.executable}"]  # the module is built for, and with the nanobind of, this Python
     if (SOURCE_DIR / "runtime" / "CMakeLists.txt").exists():
         configure.append(f"-DTAOT_SOURCE_DIR={SOURCE_DIR}")
+    elif (prefix := installed_prefix()) is not None:
+        configure.append(f"-DCMAKE_PREFIX_PATH={prefix}")
     if quiet:
         configure.append("--log-level=ERROR")
     code = _run_step(configure)

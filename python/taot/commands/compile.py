@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..errors import TaotError
 from ..ir_files import DEFAULT_MODE, MODES
 
 
@@ -36,7 +37,11 @@ def output_folder(library, arguments):
     """-o, or DEFAULT_OUTPUT/<library name>; stores the choice in `arguments`."""
     if not arguments.output:
         arguments.output = str(Path(DEFAULT_OUTPUT) / library.name)
-    return Path(arguments.output)
+    output = Path(arguments.output)
+    for folder in (output, *output.parents):
+        if folder.exists() and not folder.is_dir():
+            raise TaotError(f"-o {arguments.output}: {folder} is a file; the output must be a folder (taot creates it)")
+    return output
 
 
 def add_arguments(parser):
