@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (also what CI runs): set-up, build, unit tests (ctest), then the Python front
-# end's tests and the tests of the real taot binary (pytest), then the unit tests under the
+# end's tests, the tests of the real taot binary and of the wheel in a fresh virtual environment
+# (pytest), then the unit tests under the
 # sanitizers and a minute of fuzzing the manifest reader (scripts/sanitize.sh). Needs no GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +13,9 @@ export TAOT_BIN="$PWD/build/tools/taot/taot"
 # The examples' folders hold GPU tests (skipped here) and spec checks that need no GPU.
 # A folder whose every test skips here (no GPU) fails the run: each must have a test that runs.
 summary=$(mktemp)
-for folder in tests/python tests/cli tests/kernels_as_written examples/softmax examples/layer_norm examples/matmul examples/persistent_matmul examples/tma_matmul examples/fused_moe; do
+for folder in tests/python tests/cli tests/install tests/kernels_as_written examples/softmax examples/layer_norm examples/matmul examples/persistent_matmul examples/tma_matmul examples/fused_moe; do
   set +e
+  started=$SECONDS
   python3 -m pytest -q "$folder" | tee "$summary"
   status=${PIPESTATUS[0]}
   set -e
@@ -22,6 +24,7 @@ for folder in tests/python tests/cli tests/kernels_as_written examples/softmax e
     exit 1
   fi
   [ "$status" -eq 0 ] || exit "$status"
+  echo "test.sh: $folder took $((SECONDS - started)) s" >&2
   if ! tail -1 "$summary" | grep -q "[1-9][0-9]* passed"; then
     echo "test.sh: no test ran in $folder without a GPU (all skipped)" >&2
     exit 1

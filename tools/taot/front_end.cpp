@@ -1,9 +1,13 @@
-// The commands of the Python front end (those that call Triton): run `python3 -m taot COMMAND ...`.
+// The commands of the Python front end (those that call Triton): run the front end's command line
+// (taot.cli) in a Python interpreter, both found relative to this executable (docs/install.md).
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include <unistd.h>
 
 #include "commands.h"
 #include "process.h"
@@ -11,39 +15,70 @@
 namespace taot::tool {
 namespace {
 
-// The interpreter: $TAOT_PYTHON, else python3 on PATH.
-std::string python_interpreter() {
-  const char* chosen = std::getenv("TAOT_PYTHON");
-  return chosen && *chosen ? chosen : "python3";
+namespace fs = std::filesystem;
+
+// This executable, symbolic links resolved; empty if /proc cannot say.
+fs::path this_executable() {
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  return error ? fs::path() : self;
 }
 
-// Makes the front end importable when taot runs from a source checkout: the checkout's python/
-// folder goes first on PYTHONPATH unless TAOT_NO_SOURCE_PYTHONPATH is set.
-void add_source_pythonpath() {
-  if (std::getenv("TAOT_NO_SOURCE_PYTHONPATH")) return;
-  const std::filesystem::path source_python = std::filesystem::path(TAOT_SOURCE_DIR) / "python";
-  if (!std::filesystem::exists(source_python / "taot" / "cli.py")) return;
+// The folders, relative to this executable, where a copy of the front end (a folder holding the
+// package taot/) may lie: the build tree links python/ beside the binary; `cmake --install` puts it
+// in <prefix>/share/taot/python. An installed wheel needs neither: its Python imports taot itself.
+std::optional<fs::path> front_end_beside(const fs::path& folder) {
+  if (folder.empty()) return std::nullopt;
+  for (const fs::path& candidate : {folder / "python", folder / ".." / "share" / "taot" / "python"}) {
+    std::error_code error;
+    if (fs::is_regular_file(candidate / "taot" / "cli.py", error)) return fs::weakly_canonical(candidate, error);
+  }
+  return std::nullopt;
+}
+
+// The interpreter: $TAOT_PYTHON; else the python3 beside this executable (a virtual environment or
+// prefix that pip installed taot into); else python3 on PATH. Exported as $TAOT_PYTHON so that
+// the workbench's own Python calls (stage_text.cpp) use the same one.
+std::string choose_python(const fs::path& folder) {
+  if (const char* chosen = std::getenv("TAOT_PYTHON"); chosen && *chosen) return chosen;
+  std::string python = "python3";
+  if (!folder.empty() && ::access((folder / "python3").c_str(), X_OK) == 0) python = (folder / "python3").string();
+  setenv("TAOT_PYTHON", python.c_str(), 1);
+  return python;
+}
+
+void prepend_pythonpath(const fs::path& folder) {
   const char* existing = std::getenv("PYTHONPATH");
-  std::string value = source_python.string();
+  std::string value = folder.string();
   if (existing && *existing) value += std::string(":") + existing;
   setenv("PYTHONPATH", value.c_str(), 1);
 }
 
-// The front end runs `taot gen` through $TAOT_BIN: this very executable.
-void export_this_binary() {
-  std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (!error) setenv("TAOT_BIN", self.c_str(), 1);
-}
+// Runs taot.cli.main; a Python that cannot import the front end says so and how to fix it, rather
+// than printing "No module named taot". argv[1] of the program is where the binary looked.
+constexpr const char* kBootstrap = R"(import sys
+try:
+    from taot.cli import main
+except ModuleNotFoundError as error:
+    if error.name not in ("taot", "taot.cli"):
+        raise
+    sys.exit(f"taot: {sys.executable} cannot import taot's Python front end (the package taot), and none "
+             f"lies beside the taot binary ({sys.argv[1]}/python or {sys.argv[1]}/../share/taot/python). "
+             "Install taot into that Python (pip install <taot checkout>), or set TAOT_PYTHON to a Python that has it.")
+sys.exit(main(sys.argv[2:]))
+)";
 
 }  // namespace
 
 int run_front_end(const std::string& command, const std::vector<std::string>& arguments) {
-  std::vector<std::string> args = {python_interpreter(), "-m", "taot", command};
+  const fs::path self = this_executable();
+  const fs::path folder = self.parent_path();
+  if (const std::optional<fs::path> front_end = front_end_beside(folder)) prepend_pythonpath(*front_end);
+  std::vector<std::string> args = {choose_python(folder), "-c", kBootstrap, folder.string(), command};
   args.insert(args.end(), arguments.begin(), arguments.end());
-  add_source_pythonpath();
-  export_this_binary();
-  return exec_process(args, "taot " + command + " (the Python is $TAOT_PYTHON, else python3)");
+  // The front end runs `taot gen` through $TAOT_BIN: this very executable.
+  if (!self.empty()) setenv("TAOT_BIN", self.c_str(), 1);
+  return exec_process(args, "taot " + command + " (the Python is $TAOT_PYTHON, else python3 beside taot or on PATH)");
 }
 
 }  // namespace taot::tool

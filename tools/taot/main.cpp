@@ -29,7 +29,7 @@ bool is_unknown_command(int argc, char** argv) {
 int main(int argc, char** argv) {
   CLI::App app{"taot: Triton kernels to self-contained C++ libraries, and the workbench of their authors"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "taot 0.1.0");
+  app.set_version_flag("--version", "taot " TAOT_VERSION);
   app.footer("Run `taot COMMAND --help` for a command's options.");
 
   taot::tool::Runner chosen;

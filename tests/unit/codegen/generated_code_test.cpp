@@ -195,18 +195,22 @@ TEST_F(GeneratedCodeTest, EmbeddedBytesEqualTheCubins) {
 }
 
 TEST_F(GeneratedCodeTest, GeneratedCMakeListsBuildsStaticAndShared) {
-  // A project standing in for the lead's: taot::runtime is an interface target with the headers.
+  // A project standing in for the lead's: taot::runtime is an interface target with the headers,
+  // exported so that the library's install rules can name it.
   const auto project = dir.path() / "project";
   std::string cuda_dirs;
   for (const std::string& include : split(TAOT_TEST_CUDA_INCLUDE, '|')) cuda_dirs += " \"" + include + "\"";
   testing::write_file(project / "CMakeLists.txt",
-                      "cmake_minimum_required(VERSION 3.18)\n"
+                      "cmake_minimum_required(VERSION 3.20)\n"
                       "project(use_demo LANGUAGES CXX)\n"
                       "add_library(taot_runtime_headers INTERFACE)\n"
                       "target_include_directories(taot_runtime_headers INTERFACE \"" +
                           std::string(TAOT_TEST_RUNTIME_INCLUDE) + "\"" + cuda_dirs +
                           ")\n"
                           "add_library(taot::runtime ALIAS taot_runtime_headers)\n"
+                          "install(TARGETS taot_runtime_headers EXPORT fake_taot)\n"
+                          "install(EXPORT fake_taot DESTINATION lib/cmake/fake_taot)\n"
+                          "include(\"" TAOT_TEST_LIBRARY_CMAKE "\")\n"
                           "add_subdirectory(\"" +
                           out.string() + "\" demo)\n");
   for (const char* shared : {"OFF", "ON"}) {

@@ -248,18 +248,16 @@ TEST_F(GeneratorTest, PythonModuleOnlyOnRequest) {
   for (const Kernel& kernel : manifest.kernels)
     EXPECT_THAT(module, HasSubstr("taot::python::bind_kernel(module, \"" + kernel.name + "\", demo::" + kernel.name +
                                   "_kernel());"));
-  EXPECT_THAT(with_python.at("CMakeLists.txt"), HasSubstr("nanobind_add_module(demo_python NB_STATIC"));
-  EXPECT_THAT(with_python.at("CMakeLists.txt"), HasSubstr("set_target_properties(demo_python PROPERTIES OUTPUT_NAME demo)"));
+  EXPECT_THAT(with_python.at("CMakeLists.txt"),
+              HasSubstr("taot_library_targets(demo DIR \"${CMAKE_CURRENT_SOURCE_DIR}\" PYTHON)"));
 }
 
 TEST_F(GeneratorTest, CMakeListsBuildsTheLibrary) {
   const std::string cmake = render(read())["CMakeLists.txt"];
-  EXPECT_THAT(cmake, HasSubstr("option(demo_shared \"Build demo as a shared library\" OFF)"));
-  EXPECT_THAT(cmake, HasSubstr("if(NOT TARGET taot::runtime)\n  if(TAOT_SOURCE_DIR)\n"
-                               "    add_subdirectory(\"${TAOT_SOURCE_DIR}/runtime\" taot_runtime)\n"
-                               "  else()\n    find_package(taot REQUIRED)\n  endif()\nendif()"));
-  EXPECT_THAT(cmake, HasSubstr("target_link_libraries(demo PUBLIC taot::runtime)"));
-  EXPECT_THAT(cmake, HasSubstr("target_compile_features(demo PUBLIC cxx_std_17)"));
+  EXPECT_THAT(cmake, HasSubstr("add_subdirectory(\"${TAOT_SOURCE_DIR}/runtime\" taot_runtime)"));
+  EXPECT_THAT(cmake, HasSubstr("include(\"${TAOT_SOURCE_DIR}/cmake/TaotLibrary.cmake\")"));
+  EXPECT_THAT(cmake, HasSubstr("find_package(taot REQUIRED)"));
+  EXPECT_THAT(cmake, HasSubstr("taot_library_targets(demo DIR \"${CMAKE_CURRENT_SOURCE_DIR}\")"));
 }
 
 TEST_F(GeneratorTest, RenderingIsDeterministic) {
