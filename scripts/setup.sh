@@ -5,7 +5,7 @@ set -euo pipefail
 
 # clang and libclang-rt-dev (its sanitizer and libFuzzer runtimes) are for scripts/sanitize.sh fuzz.
 debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libmstch-dev libgtest-dev
-                 zlib1g-dev libssl-dev
+                 zlib1g-dev ccache libssl-dev
                  clang libclang-rt-dev)
 missing=()
 for package in "${debian_packages[@]}"; do

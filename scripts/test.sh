@@ -6,29 +6,39 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Every CMake build below (this one, the wheel's in tests/install, the generated libraries') goes
+# through ccache: the wheel's compiles are this build's again.
+export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
 scripts/build.sh
 (cd build && ctest --output-on-failure --no-tests=error -L unit)
 export TAOT_BIN="$PWD/build/tools/taot/taot"
 # One pytest run per folder: each folder's conftest.py is its own module.
 # The examples' folders hold GPU tests (skipped here) and spec checks that need no GPU.
 # A folder whose every test skips here (no GPU) fails the run: each must have a test that runs.
+# tests/interpreter needs torch (Triton's interpreter runs on CPU tensors): it runs in the
+# environment scripts/torch_env.sh makes, over the system Python.
+scripts/torch_env.sh
 summary=$(mktemp)
-for folder in tests/python tests/cli tests/install tests/kernels_as_written examples/softmax examples/layer_norm examples/matmul examples/persistent_matmul examples/tma_matmul examples/fused_moe; do
+run_folder() {  # PYTHON FOLDER
+  local started=$SECONDS status
   set +e
-  started=$SECONDS
-  python3 -m pytest -q "$folder" | tee "$summary"
+  "$1" -m pytest -q "$2" | tee "$summary"
   status=${PIPESTATUS[0]}
   set -e
   if [ "$status" -eq 5 ]; then
-    echo "test.sh: pytest collected no tests in $folder" >&2
+    echo "test.sh: pytest collected no tests in $2" >&2
     exit 1
   fi
   [ "$status" -eq 0 ] || exit "$status"
-  echo "test.sh: $folder took $((SECONDS - started)) s" >&2
+  echo "test.sh: $2 took $((SECONDS - started)) s" >&2
   if ! tail -1 "$summary" | grep -q "[1-9][0-9]* passed"; then
-    echo "test.sh: no test ran in $folder without a GPU (all skipped)" >&2
+    echo "test.sh: no test ran in $2 without a GPU (all skipped)" >&2
     exit 1
   fi
+}
+for folder in tests/python tests/cli tests/install tests/kernels_as_written examples/softmax examples/layer_norm examples/matmul examples/persistent_matmul examples/tma_matmul examples/fused_moe; do
+  run_folder python3 "$folder"
 done
+run_folder build/torch-env/bin/python tests/interpreter
 rm -f "$summary"
 scripts/sanitize.sh

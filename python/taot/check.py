@@ -168,6 +168,8 @@ def run_check(library, manifest, bench_file, *, kernels=None, variants=("auto",)
                                      cache.positions, num_sms)
                 result = compare(kernel_bench.name, shape, label, against, cache.output_names, actual, want,
                                  tolerance_for)
+                if against == "interpreter" and result.status == "mismatch":
+                    result.detail += _interpreter_caveat(args)
                 results.append(result)
                 say(f"{kernel_bench.name} {shape.label} {label}: {result.status} (max abs {result.max_abs:.3g}, "
                     f"max rel {result.max_rel:.3g})")
@@ -196,10 +198,43 @@ def interpret(folder, manifest_kernel, variant_id, config, args, output_position
         return [tensor.to(args[p].device) for tensor, p in zip(torch.load(outputs), output_positions)]
 
 
+def _interpreter_caveat(args):
+    """What to add to a mismatch against the interpreter when the interpreter is the likelier culprit:
+    Triton 3.6's interpreter keeps bfloat16 as uint16 (interpreter.py, `_get_np_dtype`) and computes on
+    those bit patterns in arithmetic (`binary_op`) and `tl.dot` (`create_dot` converts fp8 operands
+    only); Triton's debugging guide says it does not support operations on bfloat16."""
+    import torch
+
+    if not any(isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 for a in args):
+        return ""
+    return ("; bf16 arguments: Triton 3.6's interpreter computes on bfloat16's bit patterns (it keeps bf16 as "
+            "uint16; arithmetic and tl.dot, interpreter.py binary_op and create_dot), so its outputs are wrong "
+            "unless the kernel casts bf16 to fp32 before computing: check bf16 variants --against jit or reference")
+
+
+def _index_scalars_as_numpy_2_4_allows():
+    """Triton 3.6's interpreter holds each int argument as a 1-element 1-d array (interpreter.py,
+    `_implicit_cvt`) and turns a tensor into a Python int (`range(0, K, BLOCK_K)` over an argument K)
+    with `int(self.handle.data)` (`_patch_lang_tensor`: `__index__`). NumPy 2.4 refuses int() of an
+    array with ndim > 0 ("only 0-dimensional arrays can be converted to Python scalars"), so such a
+    kernel fails in the interpreter whatever it is given. Index through the array's single element
+    instead (the fix proposed in triton-lang/triton#9171); same result where int() worked."""
+    from triton.runtime import interpreter
+
+    patch_tensor = interpreter._patch_lang_tensor
+
+    def patch_tensor_and_index(tensor, scope):
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    interpreter._patch_lang_tensor = patch_tensor_and_index
+
+
 def _interpreter_child(folder, kernel_name, inputs, outputs):
     """In the child (TRITON_INTERPRET=1): run the kernel on the saved CPU arguments, save the outputs."""
     import torch
 
+    _index_scalars_as_numpy_2_4_allows()
     manifest = json.loads((Path(folder) / "manifest.json").read_text())
     manifest_kernel = next(k for k in manifest["kernels"] if k["name"] == kernel_name)
     saved = torch.load(inputs)

@@ -76,15 +76,12 @@ def test_taot_build_outside_the_checkout_with_no_source_path(venv, tmp_path):
     PYTHONPATH, finds its front end (the venv's Python) and builds a library with the installed
     runtime; no `build/` is left in the checkout by the wheel build."""
     work = tmp_path / "work"
-    work.mkdir()
-    for name in ("vector_add.py", "vector_add.toml"):
-        shutil.copy(REPO / "examples" / "vector_add" / name, work / name)
+    shutil.copytree(HERE / "consumer" / "kernels", work)
     env = clean_environment()  # the venv is not on PATH: the binary finds its Python beside itself
-    run([venv / "bin" / "taot", "build", "vector_add.toml", "--target", "sm_90", "-j", "2", "--quiet",
-         "--build-library"], cwd=work, env=env)
-    built = work / "taot-out" / "vector_add"
+    run([venv / "bin" / "taot", "build", "axpy.toml", "-j", "2", "--quiet", "--build-library"], cwd=work, env=env)
+    built = work / "taot-out" / "axpy"
     assert (built / "manifest.json").is_file()
-    assert (built / "build" / "libvector_add.a").is_file()
+    assert (built / "build" / "libaxpy.a").is_file()
     assert not (REPO / "python" / "build").exists()
 
 

@@ -56,6 +56,15 @@ def test_vector_add_against_the_interpreter_on_the_cpu():
     assert len(rows) == 2 and all(row["status"] == "ok" for row in rows)
 
 
+def test_matmul_against_the_interpreter_on_the_cpu():
+    """fp16 (Triton 3.6's interpreter computes bf16 on its bit patterns; docs/debug.md, Limits)."""
+    where = ("--kernel", "matmul", "--where", "M=64", "--where", "dtype=fp16")
+    result, rows = results_of(WORK / "matmul", "--bench", ROOT / "examples/matmul/bench_matmul.py", *where,
+                              "--against", "interpreter", "--variants", "auto")
+    assert result.returncode == 0, result.stderr
+    assert len(rows) == 1 and rows[0]["status"] == "ok"
+
+
 def test_a_mismatch_is_reported_with_its_first_index():
     broken = Path(tempfile.mkdtemp()) / "bench_broken_add.py"
     broken.write_text(
