@@ -62,10 +62,19 @@ function(taot_library_targets NAME)
   # nanobind, found through the Python that runs CMake (-DPython_EXECUTABLE=... chooses it).
   find_package(Python 3.9 REQUIRED COMPONENTS Interpreter Development.Module)
   if(NOT nanobind_ROOT)
-    execute_process(COMMAND "${Python_EXECUTABLE}" -m nanobind --cmake_dir
-                    OUTPUT_VARIABLE nanobind_ROOT OUTPUT_STRIP_TRAILING_WHITESPACE)
+    execute_process(COMMAND "${Python_EXECUTABLE}" -m nanobind --cmake_dir RESULT_VARIABLE failed
+                    OUTPUT_VARIABLE nanobind_ROOT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(failed)
+      unset(nanobind_ROOT)
+    endif()
   endif()
-  find_package(nanobind CONFIG REQUIRED)
+  find_package(nanobind CONFIG)
+  if(NOT nanobind_FOUND)
+    message(FATAL_ERROR "${NAME}: its Python module needs nanobind, which ${Python_EXECUTABLE} cannot import and "
+                        "CMake cannot find: pip install nanobind into that Python, choose another with "
+                        "-DPython_EXECUTABLE=..., or set -Dnanobind_ROOT=<nanobind's cmake folder>; "
+                        "-D${NAME}_python=OFF builds without the module")
+  endif()
   # NOMINSIZE: optimized for speed, not size (a call's CPU cost is the module's hot path).
   nanobind_add_module(${NAME}_python NB_STATIC NOMINSIZE "${arg_DIR}/${NAME}_python.cpp")
   set_target_properties(${NAME}_python PROPERTIES OUTPUT_NAME ${NAME})
