@@ -75,3 +75,70 @@ def test_measuring_commands_run_through_the_front_end(run_taot, tmp_path):
         assert result.returncode == 0 and "--bench FILE" in result.stdout
         missing = run_taot(command, str(tmp_path), "--bench", str(tmp_path / "bench_none.py"))
         assert missing.returncode == 1 and "bench_none.py" in missing.stderr
+
+
+AXPY = os.path.join(os.path.dirname(__file__), "..", "install", "consumer", "kernels")
+
+
+def test_an_output_that_is_a_file_is_said_in_words(run_taot, tmp_path):
+    write_project(tmp_path)
+    (tmp_path / "taken").write_text("a file, not a folder")
+    result = run_taot("build", "scale.toml", "-o", "taken/lib", "-q", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "-o taken/lib: taken is a file; the output must be a folder" in result.stderr
+    assert "Errno" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_list_creates_nothing(run_taot, tmp_path):
+    write_project(tmp_path)
+    result = run_taot("build", "scale.toml", "--list", cwd=tmp_path)
+    assert result.returncode == 0 and "6 variants" in result.stdout
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["kernels.py", "scale.toml"]
+
+
+def test_library_name_must_be_the_specs(run_taot, tmp_path):
+    write_project(tmp_path)
+    result = run_taot("build", "scale.toml", "--library-name", "scales", "-q", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "the spec names its library 'scale', but the build asks for 'scales'" in result.stderr
+    assert not (tmp_path / "taot-out").exists()
+
+
+def test_depfile_names_the_spec_the_kernel_and_the_modules_it_imports(run_taot, tmp_path):
+    import shutil
+
+    project = tmp_path / "project with space"
+    shutil.copytree(AXPY, project)
+    result = run_taot("build", "axpy.toml", "-o", "out", "--depfile", "out/deps.d", "-q", cwd=project)
+    assert result.returncode == 0, result.stderr
+    text = (project / "out" / "deps.d").read_text()
+    target, _, inputs = text.partition(":")
+    assert target == str(project / "out" / "taot-build.stamp").replace(" ", "\\ ")
+    listed = {line.strip(" \\\n").replace("\\ ", " ") for line in inputs.splitlines() if line.strip(" \\\n")}
+    assert listed == {str(project / name) for name in ("axpy.toml", "axpy.py", "helpers.py")}, text
+    assert (project / "out" / "taot-build.stamp").is_file()
+
+
+def test_the_build_tree_binary_finds_its_front_end_from_anywhere(taot_bin, tmp_path):
+    """No PYTHONPATH, run from a folder far from the checkout: the binary finds python/ beside itself
+    (a link the build makes); a copy with no front end beside it and a Python that lacks taot says
+    what to do, with no traceback."""
+    write_project(tmp_path)
+    environment = {name: value for name, value in os.environ.items()
+                   if name != "PYTHONPATH" and not name.startswith("TAOT_")}
+    listed = subprocess.run([str(taot_bin), "build", "scale.toml", "--list"], cwd=tmp_path, env=environment,
+                            capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0 and "6 variants" in listed.stdout, listed.stderr
+
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    lonely = tmp_path / "bin" / "taot"
+    lonely.parent.mkdir()
+    lonely.write_bytes(taot_bin.read_bytes())
+    lonely.chmod(0o755)
+    result = subprocess.run([str(lonely), "build", "scale.toml", "--list"], cwd=tmp_path,
+                            env={**environment, "TAOT_PYTHON": str(bare / "bin" / "python")},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert "cannot import taot's Python front end" in result.stderr and "Traceback" not in result.stderr
+    assert f"{tmp_path / 'bin'}/python" in result.stderr and "TAOT_PYTHON" in result.stderr
