@@ -100,11 +100,16 @@ def holder_of(path):
 
 
 def describe_this_process():
-    """'pid 42 on host since 2026-01-02 10:11:12: python3 -m taot build spec.toml -o out'."""
-    try:
-        arguments = Path("/proc/self/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
-        command = shlex.join(argument.decode(errors="replace") for argument in arguments)
-    except OSError:
-        command = shlex.join([sys.executable, *sys.argv])
+    """'pid 42 on host since 2026-01-02 10:11:12: taot build spec.toml -o out': the command as typed.
+    Started by the taot command, sys.argv is its command line (front_end.cpp sets it); otherwise the
+    process's own (`python3 -m taot build ...`)."""
+    if sys.argv and sys.argv[0] not in ("", "-c") and not sys.argv[0].endswith(".py"):
+        command = shlex.join(sys.argv)
+    else:
+        try:
+            arguments = Path("/proc/self/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+            command = shlex.join(argument.decode(errors="replace") for argument in arguments)
+        except OSError:
+            command = shlex.join([sys.executable, *sys.argv])
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     return f"pid {os.getpid()} on {socket.gethostname()} since {started}: {command}"

@@ -29,10 +29,11 @@ struct Command {
 // Every command, in the order `taot --help` lists them.
 std::span<const Command> commands();
 
-// Becomes `python3 -m taot <command> <arguments...>` (exec); returns 1 only when Python cannot be
-// started. The front end finds the C++ `taot` (for `gen`) through $TAOT_BIN, set here to this
-// executable.
-int run_front_end(const std::string& command, const std::vector<std::string>& arguments);
+// Becomes the front end's `taot <command> <arguments...>` in Python (exec; the interpreter and the
+// front end found relative to this executable, docs/install.md); `invoked_as` is this process's
+// argv[0], for the front end's sys.argv. Returns 1 only when Python cannot be started. The front
+// end finds the C++ `taot` (for `gen`) through $TAOT_BIN, set here to this executable.
+int run_front_end(const std::string& invoked_as, const std::string& command, const std::vector<std::string>& arguments);
 
 // The C++ commands' declarations (one file each).
 Runner declare_gen(CLI::App& command);

@@ -54,27 +54,30 @@ void prepend_pythonpath(const fs::path& folder) {
   setenv("PYTHONPATH", value.c_str(), 1);
 }
 
-// Runs taot.cli.main; a Python that cannot import the front end says so and how to fix it, rather
-// than printing "No module named taot". argv[1] of the program is where the binary looked.
-constexpr const char* kBootstrap = R"(import sys
+// Runs taot.cli.main with sys.argv as the user typed the taot command (argv[1] of the program is
+// that argv[0]): what a build names as its lock's holder. A Python that cannot import the front end
+// says so and how to fix it, rather than printing "No module named taot".
+constexpr const char* kBootstrap = R"(import os, sys
+sys.argv = sys.argv[1:]
 try:
     from taot.cli import main
 except ModuleNotFoundError as error:
     if error.name not in ("taot", "taot.cli"):
         raise
+    folder = os.path.dirname(os.environ.get("TAOT_BIN", "taot"))
     sys.exit(f"taot: {sys.executable} cannot import taot's Python front end (the package taot), and none "
-             f"lies beside the taot binary ({sys.argv[1]}/python or {sys.argv[1]}/../share/taot/python). "
+             f"lies beside the taot binary ({folder}/python or {folder}/../share/taot/python). "
              "Install taot into that Python (pip install <taot checkout>), or set TAOT_PYTHON to a Python that has it.")
-sys.exit(main(sys.argv[2:]))
+sys.exit(main(sys.argv[1:]))
 )";
 
 }  // namespace
 
-int run_front_end(const std::string& command, const std::vector<std::string>& arguments) {
+int run_front_end(const std::string& invoked_as, const std::string& command, const std::vector<std::string>& arguments) {
   const fs::path self = this_executable();
   const fs::path folder = self.parent_path();
   if (const std::optional<fs::path> front_end = front_end_beside(folder)) prepend_pythonpath(*front_end);
-  std::vector<std::string> args = {choose_python(folder), "-c", kBootstrap, folder.string(), command};
+  std::vector<std::string> args = {choose_python(folder), "-c", kBootstrap, invoked_as, command};
   args.insert(args.end(), arguments.begin(), arguments.end());
   // The front end runs `taot gen` through $TAOT_BIN: this very executable.
   if (!self.empty()) setenv("TAOT_BIN", self.c_str(), 1);

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   // A front-end command gets everything after its name untouched (`--`, `--help` and all).
   for (const taot::tool::Command& command : taot::tool::commands())
     if (command.declare == nullptr && argc >= 2 && std::string_view(argv[1]) == command.name)
-      return taot::tool::run_front_end(command.name, std::vector<std::string>(argv + 2, argv + argc));
+      return taot::tool::run_front_end(argv[0], command.name, std::vector<std::string>(argv + 2, argv + argc));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
