@@ -3,11 +3,14 @@
 // Runs anywhere (no GPU); run it under `valgrind --tool=callgrind` for instructions per launch.
 // Prints ns per launch for the automatic vector_add launch and for the same kernel with rules and a
 // 20-entry tuned table (RuledAddKernel), side by side, interleaved rounds, medians.
-// `bench_launch_path_cpu [LAUNCHES] [off|observer|profile]`: with no observer (the default), with an
-// observer whose callbacks do nothing, or with the profiler on ($TAOT_PROFILE set before the first
-// launch; the trace of every launch is written at exit to /tmp/taot_launch_path_cpu.trace.json, and
-// the profiler keeps every launch until then: give it 100000 launches, not millions), to compare
-// instructions per launch.
+// `bench_launch_path_cpu [LAUNCHES] [off|observer|profile] [DRIVER_KIB]`: with no observer (the
+// default), with an observer whose callbacks do nothing, or with the profiler on ($TAOT_PROFILE set
+// before the first launch; the trace of every launch is written at exit to
+// /tmp/taot_launch_path_cpu.trace.json, and the profiler keeps every launch until then: give it
+// 100000 launches, not millions), to compare instructions per launch. DRIVER_KIB (default 0) makes
+// each null launch read and write that many KiB and run 32 KiB of code, as a real driver's launch
+// does, so that taot's data and code are no longer in the nearest caches when the next launch
+// begins (run under `valgrind --tool=callgrind --cache-sim=yes` for the cache misses that costs).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -76,8 +79,14 @@ CUresult capturing(CUstream, CUstreamCaptureStatus* status) {
   return CUDA_SUCCESS;
 }
 CUresult synchronize() { return CUDA_SUCCESS; }
+std::vector<unsigned char> footprint;  // what each launch touches (DRIVER_KIB)
 CUresult launch(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
                 void**) {
+  if (footprint.empty()) return CUDA_SUCCESS;
+  for (std::size_t i = 0; i < footprint.size(); i += 64) footprint[i] = static_cast<unsigned char>(footprint[i] + 1);
+#if defined(__x86_64__)
+  asm volatile(".rept 32768\n\tnop\n\t.endr");  // 32 KiB of code run: the instruction cache too
+#endif
   return CUDA_SUCCESS;
 }
 // Events, for the profiler: every one the same handle, 1 us apart.
@@ -133,13 +142,14 @@ void ignore_end(const taot_launch_info*, taot_status, void*) {}
 int main(int argc, char** argv) {
   const long launches = argc > 1 ? std::atol(argv[1]) : 2000000;
   const std::string mode = argc > 2 ? argv[2] : "off";
+  null_driver::footprint.resize(static_cast<std::size_t>(argc > 3 ? std::atol(argv[3]) : 0) * 1024);
   if (mode == "observer") {
     const taot_launch_observer observer{ignore_begin, ignore_end, nullptr};
     taot_set_launch_observer(&observer);
   } else if (mode == "profile") {  // read at the first kernel's first use, below
     ::setenv("TAOT_PROFILE", "/tmp/taot_launch_path_cpu.trace.json", 1);
   } else if (mode != "off") {
-    std::fprintf(stderr, "usage: %s [LAUNCHES] [off|observer|profile]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [LAUNCHES] [off|observer|profile] [DRIVER_KIB]\n", argv[0]);
     return 2;
   }
   const taot::driver::Api api = null_driver::api();
@@ -172,8 +182,9 @@ int main(int argc, char** argv) {
                         static_cast<double>(per_round));
     }
   }
-  std::printf("taot's CPU per launch over a null driver (%ld launches per path, %d interleaved rounds, observer %s)\n",
-              per_round * kRounds, kRounds, mode.c_str());
+  std::printf("taot's CPU per launch over a null driver (%ld launches per path, %d interleaved rounds, observer %s, "
+              "%zu KiB touched per launch)\n",
+              per_round * kRounds, kRounds, mode.c_str(), null_driver::footprint.size() / 1024);
   for (const Path& path : paths) std::printf("%-40s %8.1f ns (median of rounds)\n", path.name, median(path.ns));
   return 0;
 }

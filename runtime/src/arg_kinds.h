@@ -57,7 +57,10 @@ struct ArgKindRules<table::ArgKind::pointer> {
   static int fact_count(const table::Arg& arg) { return 2 * arg.type_count + (arg.none ? 1 : 0); }
   static int fact_of(const table::Arg& arg, const DtypeSlots& slots, const taot_arg& value) noexcept {
     if (arg.none && value.address == 0) return 2 * arg.type_count;
-    const int slot = dtype_slot(slots, value.dtype);
+    return fact_of_slot(dtype_slot(slots, value.dtype), value);
+  }
+  // The fact of a value (not None) whose dtype has slot `slot` in the argument's types (-1: none).
+  static int fact_of_slot(int slot, const taot_arg& value) noexcept {
     return slot < 0 ? -1 : 2 * slot + ((value.address % 16) == 0 ? 1 : 0);
   }
   static bool accepts(const table::Arg& arg, const table::ArgSpecialization& spec, int fact) {
@@ -80,6 +83,7 @@ struct ArgKindRules<table::ArgKind::pointer> {
     return std::string(dtype_name(static_cast<DType>(spec.type))) + (spec.hint == 16 ? " align 16" : "");
   }
   static constexpr bool kPacksInPlace = true;
+  static constexpr bool kOneFact = false;
 };
 
 // An integer. Facts: (fits in 32 bits or not) x (==1, %16==0, neither). Packed in place.
@@ -88,11 +92,12 @@ struct ArgKindRules<table::ArgKind::int_scalar> {
   static constexpr int kPlain = 0, kDiv16 = 1, kOne = 2, kClasses = 3;
   static const char* table_problem(const table::Arg&, const table::ArgSpecialization&) { return nullptr; }
   static int fact_count(const table::Arg&) { return 2 * kClasses; }
-  static int fact_of(const table::Arg&, const DtypeSlots&, const taot_arg& value) noexcept {
+  static int fact_of(const table::Arg&, const DtypeSlots&, const taot_arg& value) noexcept { return fact_of(value); }
+  static int fact_of(const taot_arg& value) noexcept {
     const std::int64_t integer = value.integer;
     const bool wide = integer < std::numeric_limits<std::int32_t>::min() ||
                       integer > std::numeric_limits<std::int32_t>::max();
-    const int divisibility = integer == 1 ? kOne : (integer % 16 == 0 ? kDiv16 : kPlain);
+    const int divisibility = integer == 1 ? kOne : ((integer & 15) == 0 ? kDiv16 : kPlain);  // % 16 == 0
     return (wide ? kClasses : 0) + divisibility;
   }
   static bool accepts(const table::Arg&, const table::ArgSpecialization& spec, int fact) {
@@ -115,6 +120,7 @@ struct ArgKindRules<table::ArgKind::int_scalar> {
            (spec.hint == 16 ? " %16" : spec.hint == 1 ? " ==1" : "");
   }
   static constexpr bool kPacksInPlace = true;
+  static constexpr bool kOneFact = false;
 };
 
 // A float or bool scalar: one fact, every variant accepts it. Packed in place.
@@ -131,6 +137,7 @@ struct ScalarRules {
     return compiled_choice(arg, spec);
   }
   static constexpr bool kPacksInPlace = true;
+  static constexpr bool kOneFact = true;
 };
 
 template <>
@@ -205,6 +212,7 @@ struct ArgKindRules<table::ArgKind::tensordesc> {
     return compiled_choice(arg, spec);
   }
   static constexpr bool kPacksInPlace = false;
+  static constexpr bool kOneFact = false;
   static std::size_t param_count(const table::Arg& arg, const table::Image& image) {
     return tensordesc_param_count(arg.rank, image.tensordesc_count > 0);
   }
@@ -249,6 +257,11 @@ inline std::string compiled_choice(const table::Arg& arg, const table::ArgSpecia
 // The same, short, for VariantInfo::describe: "fp32 align 16", "i32 %16", "fp32".
 inline std::string variant_text(const table::Arg& arg, const table::ArgSpecialization& spec) {
   return table::visit_arg_kind(arg.kind, [&](auto tag) { return RulesOf<decltype(tag)>::variant_text(arg, spec); });
+}
+// Whether every value of the argument's kind shows the same fact (0), so that selection need not
+// look at it.
+inline bool has_one_fact(const table::Arg& arg) {
+  return table::visit_arg_kind(arg.kind, [](auto tag) { return RulesOf<decltype(tag)>::kOneFact; });
 }
 // Whether values of the argument's kind are kernel parameters as they are (read in place from
 // the caller's taot_arg), else they expand (pack()).

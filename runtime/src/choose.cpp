@@ -4,7 +4,6 @@
 // kInlineWords * 64 variants and kInlineFields config fields; only failures build strings.
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -379,80 +378,29 @@ Expected<Choice> DispatchIndex::choose(const taot_arg* args, std::size_t arg_cou
   }
   const bool cacheable = choice_cache_ && selection.fields() == nullptr;
   std::uint64_t key[kChoiceKeyWords];
-  if (cacheable && choice_key(args, device, tuned, num_sms, key)) {
+  std::size_t slot = 0;
+  if (cacheable && choice_key(args, device, tuned, num_sms, key, &slot)) {
     Choice remembered{};
-    if (cached_choice(key, &remembered)) return remembered;
+    if (cached_choice(key, slot, &remembered)) return remembered;
     Expected<Choice> chosen = RuleSteps(*this, args, num_sms).run(selection, device, tuned);
-    if (chosen.ok()) remember_choice(key, *chosen);
+    if (chosen.ok()) remember_choice(key, slot, *chosen);
     return chosen;
   }
   return RuleSteps(*this, args, num_sms).run(selection, device, tuned);
 }
 
-bool DispatchIndex::choice_key(const taot_arg* args, const DeviceFacts* device, const table::TunedTable* tuned,
-                               std::int64_t num_sms, std::uint64_t* key) const noexcept {
-  std::size_t facts = 0;
-  if (!memo_key(args, device, &facts)) return false;
-  key[0] = facts;
-  key[1] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(tuned));
-  key[2] = static_cast<std::uint64_t>(num_sms);
-  std::size_t word = 3;
-  for (std::uint16_t a : keyed_args_) {
-    const table::Arg& arg = table_->args[a];
-    std::uint64_t value = static_cast<std::uint64_t>(args[a].integer);
-    if (arg.kind == table::ArgKind::float_scalar && arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP32) {
-      std::uint32_t bits = 0;
-      std::memcpy(&bits, &args[a].real32, sizeof bits);
-      value = bits;
-    } else if (arg.kind == table::ArgKind::pointer) {
-      value = args[a].address != 0;
-    }
-    key[word++] = value;
-  }
-  while (word < kChoiceKeyWords) key[word++] = 0;  // unused words: zero, neither hashed nor compared
-  return true;
-}
-
-namespace {
-std::size_t choice_slot(const std::uint64_t* key, std::size_t words, std::size_t slots) {
-  std::uint64_t hash = 0x9e3779b97f4a7c15ULL;
-  for (std::size_t w = 0; w < words; ++w) {
-    hash ^= key[w] + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2);
-    hash *= 0xff51afd7ed558ccdULL;
-    hash ^= hash >> 33;
-  }
-  return static_cast<std::size_t>(hash % slots);
-}
-}  // namespace
-
-bool DispatchIndex::cached_choice(const std::uint64_t* key, Choice* choice) const noexcept {
-  const std::size_t words = choice_key_words();
-  const ChoiceSlot& slot = choice_cache_[choice_slot(key, words, kChoiceSlots)];
-  const std::uint32_t before = slot.sequence.load(std::memory_order_acquire);
-  if (before & 1U) return false;
-  // Acquire loads of the entry, so that the second read of the sequence comes after them (a seqlock
-  // without fences, which ThreadSanitizer cannot follow): an entry being written changes it.
-  const std::uint64_t packed = slot.choice.load(std::memory_order_acquire);
-  bool same = packed != 0;
-  for (std::size_t w = 0; same && w < words; ++w) same = slot.key[w].load(std::memory_order_acquire) == key[w];
-  if (!same || slot.sequence.load(std::memory_order_relaxed) != before) return false;
-  choice->variant = static_cast<std::size_t>((packed - 1) >> 8);
-  choice->step = static_cast<Step>((packed - 1) & 0xFF);
-  return true;
-}
-
-void DispatchIndex::remember_choice(const std::uint64_t* key, const Choice& choice) const noexcept {
-  const std::size_t words = choice_key_words();
-  ChoiceSlot& slot = choice_cache_[choice_slot(key, words, kChoiceSlots)];
-  std::uint32_t sequence = slot.sequence.load(std::memory_order_relaxed);
+void DispatchIndex::remember_choice(const std::uint64_t* key, std::size_t slot, const Choice& choice) const noexcept {
+  ChoiceSlot& entry = choice_cache_[slot];
+  std::uint32_t sequence = entry.sequence.load(std::memory_order_relaxed);
   if ((sequence & 1U) ||
-      !slot.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire))
+      !entry.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire))
     return;  // another thread is writing the slot: leave it
   // Release stores: a reader that sees any of them also sees the odd sequence stored before.
-  for (std::size_t w = 0; w < words; ++w) slot.key[w].store(key[w], std::memory_order_release);
-  slot.choice.store((static_cast<std::uint64_t>(choice.variant) << 8 | static_cast<std::uint64_t>(choice.step)) + 1,
-                    std::memory_order_release);
-  slot.sequence.store(sequence + 2, std::memory_order_release);
+  const std::size_t words = 2 + std::size_t{keyed_count_};
+  for (std::size_t w = 0; w < words; ++w) entry.key[w].store(key[w], std::memory_order_release);
+  entry.choice.store((static_cast<std::uint64_t>(choice.variant) << 8 | static_cast<std::uint64_t>(choice.step)) + 1,
+                     std::memory_order_release);
+  entry.sequence.store(sequence + 2, std::memory_order_release);
 }
 
 }  // namespace taot::detail

@@ -10,7 +10,7 @@ namespace taot::detail {
 namespace {
 
 Expected<DeviceFacts> query(const driver::Api& api, CUdevice device) {
-  DeviceFacts facts{device, 0, 0, {}};
+  DeviceFacts facts{device, 0, 0, 0, {}};
   int major = 0, minor = 0;
   CUresult result = api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
   if (result == CUDA_SUCCESS)
@@ -28,6 +28,7 @@ Expected<DeviceFacts> query(const driver::Api& api, CUdevice device) {
 struct Registry {
   std::mutex mutex;
   std::map<std::pair<std::uint64_t, CUdevice>, std::unique_ptr<DeviceFacts>> devices;
+  std::uint32_t made = 0;  // records made so far (their ordinals)
 };
 
 Registry& registry() {
@@ -38,17 +39,9 @@ Registry& registry() {
 }  // namespace
 
 Expected<const DeviceFacts*> device_facts(const driver::Api& api, CUcontext context) {
-  struct Remembered {
-    std::uint64_t generation;
-    CUcontext context;
-    const DeviceFacts* facts;
-  };
-  constexpr int kRemembered = 4;
-  thread_local Remembered remembered[kRemembered] = {};
   thread_local int next_slot = 0;
+  if (const DeviceFacts* remembered = remembered_facts_of(context)) return remembered;
   const std::uint64_t generation = driver::generation.load(std::memory_order_acquire);
-  for (const Remembered& entry : remembered)
-    if (entry.facts != nullptr && entry.context == context && entry.generation == generation) return entry.facts;
 
   CUdevice device = 0;
   const CUresult result = api.cuCtxGetDevice(&device);
@@ -65,11 +58,12 @@ Expected<const DeviceFacts*> device_facts(const driver::Api& api, CUcontext cont
         return std::move(queried).take_status();
       }
       slot = std::make_unique<DeviceFacts>(std::move(queried).value());
+      slot->ordinal = ++known.made;
     }
     facts = slot.get();
   }
-  remembered[next_slot] = Remembered{generation, context, facts};
-  next_slot = (next_slot + 1) % kRemembered;
+  remembered_devices[next_slot] = RememberedDevice{generation, context, facts};
+  next_slot = (next_slot + 1) % kRememberedDevices;
   return facts;
 }
 

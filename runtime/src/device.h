@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <cstdint>
 #include <string>
 
 #include "taot/driver_api.h"
@@ -14,9 +15,10 @@ namespace taot::detail {
 
 struct DeviceFacts {
   CUdevice device;
-  int arch;             // compute capability, major * 10 + minor
-  int multiprocessors;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-  std::string name;     // "NVIDIA H100 80GB HBM3"
+  int arch;                   // compute capability, major * 10 + minor
+  int multiprocessors;        // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+  std::uint32_t ordinal;      // this record's number in the process, from 1: a key for caches per device
+  std::string name;           // "NVIDIA H100 80GB HBM3"
 };
 
 // The facts of the device of `context` (the calling thread's current context). Thread-safe; the
@@ -25,5 +27,24 @@ struct DeviceFacts {
 // as long as the process. A context destroyed and re-created at the same address on another
 // device is not told apart. Fails with the driver's error.
 Expected<const DeviceFacts*> device_facts(const driver::Api& api, CUcontext context);
+
+// The contexts this thread asked device_facts() about last, with the answers (written only by
+// device_facts()), so that the hot path finds a repeat without a call: remembered_facts_of.
+struct RememberedDevice {
+  std::uint64_t generation;
+  CUcontext context;
+  const DeviceFacts* facts;
+};
+inline constexpr int kRememberedDevices = 4;
+inline thread_local RememberedDevice remembered_devices[kRememberedDevices] = {};
+
+// What device_facts(api, `context`) returns when this thread remembers it, else null.
+inline const DeviceFacts* remembered_facts_of(CUcontext context) noexcept {
+  const std::uint64_t generation = driver::generation.load(std::memory_order_acquire);
+  const DeviceFacts* found = nullptr;
+  for (const RememberedDevice& entry : remembered_devices)  // a fixed count: unrolled, no loop to mispredict
+    if (entry.context == context && entry.generation == generation && entry.facts != nullptr) found = entry.facts;
+  return found;
+}
 
 }  // namespace taot::detail

@@ -14,6 +14,11 @@ namespace {
 
 using table::ArgKind;
 
+// The bits of a taot_arg's union that hold its real32: the low 32 (the platforms taot runs on are
+// little-endian).
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "taot_arg's real32 is read as the union's low 32 bits");
+constexpr std::uint64_t kFp32Bits = 0xFFFFFFFFU;
+
 // How specialized a variant is: the sum of its arguments' scores (arg_kinds.h).
 int specialization_score(const table::KernelTable& table, const table::Variant& variant) {
   int score = 0;
@@ -79,10 +84,11 @@ std::string hex(std::uint64_t value) {
 }
 
 DispatchIndex::DispatchIndex(const table::KernelTable& table)
-    : table_(&table),
+    : arg_count_(table.arg_count),
+      has_rules_(table.heuristic_count > 0 || table.requirement_count > 0 || table.tuning_key_count > 0),
+      table_(&table),
       qualified_name_(std::string(table.library) + "::" + table.name),
-      words_((table.variant_count + 63) / 64),
-      has_rules_(table.heuristic_count > 0 || table.requirement_count > 0 || table.tuning_key_count > 0) {
+      words_((table.variant_count + 63) / 64) {
   for (std::size_t f = 0; f < table.field_count; ++f) default_config_.push_back(table.fields[f].default_index);
 }
 
@@ -173,7 +179,6 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
     const table::Arg& arg = table.args[a];
     index.arg_fact_offset_.push_back(facts);
     facts += static_cast<std::size_t>(fact_count(arg));
-    index.fact_radix_.push_back(static_cast<std::size_t>(fact_count(arg)));
     if (memo_size <= kMaxMemo) memo_size *= static_cast<std::size_t>(fact_count(arg));
     DtypeSlots slots;
     slots.fill(-1);
@@ -201,26 +206,64 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
         if (pick_image(table.variants[v], index.arch_classes_[c]) != nullptr)
           set_bit(&index.runnable_masks_[c * index.words_], index.position_[v]);
     if (memo_size <= kMaxMemo) memo_size *= index.arch_classes_.size() + 1;
+    index.device_aware_ = true;
   }
   if (memo_size <= kMaxMemo) {
     index.memo_.reset(new std::atomic<std::int32_t>[memo_size]);
     for (std::size_t m = 0; m < memo_size; ++m) index.memo_[m].store(-1, std::memory_order_relaxed);
+    // The digits, last argument first: pointers (without None variants), then ints, inline
+    // while they fit; every other argument whose facts vary in other_terms_.
+    std::vector<FactTerm> pointers, ints;
+    std::size_t weight = index.arch_classes_.empty() ? 1 : index.arch_classes_.size() + 1;
+    for (std::size_t a = table.arg_count; a-- > 0;) {
+      const table::Arg& arg = table.args[a];
+      const auto index_of = static_cast<std::uint16_t>(a);
+      const auto weight_of = static_cast<std::uint32_t>(weight);
+      if (arg.kind == ArgKind::pointer && !arg.none) {
+        pointers.push_back({index.dtype_slots_[a], weight_of, index_of});
+      } else if (arg.kind == ArgKind::int_scalar) {
+        ints.push_back({index.dtype_slots_[a], weight_of, index_of});
+      } else if (!has_one_fact(arg)) {
+        index.other_terms_.push_back({&arg, index.dtype_slots_[a], index_of, weight_of});
+      }
+      weight *= static_cast<std::size_t>(fact_count(arg));
+    }
+    const auto place = [&](const FactTerm& term, std::uint8_t* inline_count) {
+      const std::size_t placed = std::size_t{index.pointer_terms_} + index.int_terms_;
+      if (placed < kInlineTerms) {
+        index.terms_[placed] = term;
+        ++*inline_count;
+      } else {
+        index.other_terms_.push_back({&table.args[term.index], term.slots, term.index, term.weight});
+      }
+    };
+    for (const FactTerm& term : pointers) place(term, &index.pointer_terms_);
+    for (const FactTerm& term : ints) place(term, &index.int_terms_);
+    index.has_other_terms_ = !index.other_terms_.empty();
   }
   if (index.has_rules_) {
+    std::vector<std::uint16_t> keyed;
     const auto read_by_value = [&](const table::RuleProgram& program) {
       for (std::uint16_t i = 0; i < program.length; ++i)
         if (program.code[i].op == table::RuleOp::arg || program.code[i].op == table::RuleOp::isnone)
-          index.keyed_args_.push_back(program.code[i].operand);  // None-ness is a fact only for `none` pointers
+          keyed.push_back(program.code[i].operand);  // None-ness is a fact only for `none` pointers
     };
     for (std::uint16_t h = 0; h < table.heuristic_count; ++h) read_by_value(table.heuristics[h].rule);
     for (std::uint16_t r = 0; r < table.requirement_count; ++r) read_by_value(table.requirements[r]);
-    for (std::uint16_t k = 0; k < table.tuning_key_count; ++k) index.keyed_args_.push_back(table.tuning_key[k]);
-    std::sort(index.keyed_args_.begin(), index.keyed_args_.end());
-    index.keyed_args_.erase(std::unique(index.keyed_args_.begin(), index.keyed_args_.end()), index.keyed_args_.end());
-    for (std::uint16_t a : index.keyed_args_)
+    for (std::uint16_t k = 0; k < table.tuning_key_count; ++k) keyed.push_back(table.tuning_key[k]);
+    std::sort(keyed.begin(), keyed.end());
+    keyed.erase(std::unique(keyed.begin(), keyed.end()), keyed.end());
+    for (std::uint16_t a : keyed)
       if (a >= table.arg_count) return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": a rule reads argument " +
                                                                         std::to_string(a) + ", which does not exist");
-    if (index.memo_ && index.keyed_args_.size() <= kMaxKeyedArgs) index.choice_cache_.reset(new ChoiceSlot[kChoiceSlots]());
+    if (index.memo_ && keyed.size() <= kMaxKeyedArgs) {
+      for (std::uint16_t a : keyed) {
+        const table::Arg& arg = table.args[a];
+        const bool fp32 = arg.kind == ArgKind::float_scalar && arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP32;
+        index.keyed_args_[index.keyed_count_++] = {fp32 ? kFp32Bits : ~std::uint64_t{0}, a, arg.kind == ArgKind::pointer};
+      }
+      index.choice_cache_.reset(new ChoiceSlot[kChoiceSlots]());
+    }
   }
   index.fact_masks_.assign(facts * index.words_, 0);
   for (std::size_t a = 0; a < table.arg_count; ++a) {
@@ -242,6 +285,15 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
       set_bit(&index.value_masks_[(index.field_value_offset_[f] + table.variants[v].config[f]) * index.words_],
               index.position_[v]);
   return index;
+}
+
+bool DispatchIndex::other_facts(const taot_arg* args, std::size_t* slot) const noexcept {
+  for (const OtherTerm& term : other_terms_) {
+    const int fact = fact_of(*term.arg, term.slots, args[term.index]);
+    if (fact < 0) return false;
+    *slot += static_cast<std::size_t>(fact) * term.weight;
+  }
+  return true;
 }
 
 int DispatchIndex::value_index(std::size_t field_index, const FieldRequest& request) const noexcept {

@@ -25,6 +25,8 @@ inline bool test_bit(const std::uint64_t* mask, std::size_t bit) noexcept { retu
 // Bits are in preference order: bit 0 is the variant preferred over all others (most config
 // fields equal to the default, then most specialized, then manifest order), so the first set
 // bit of a candidate set is the one to launch.
+// What a launch reads comes first and together (the kernel's state puts it in the cache line it
+// starts), since a driver's launch call in between leaves little of it in the nearest caches.
 class DispatchIndex {
  public:
   static constexpr std::size_t kMaxMemo = 1 << 16;  // entries of the automatic-selection memo
@@ -47,6 +49,12 @@ class DispatchIndex {
   Expected<Choice> choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                           const DeviceFacts* device, const table::TunedTable* tuned, std::int64_t num_sms) const;
 
+  // choose()'s answer when the cache of automatic choices holds it (true, `*choice` set); false
+  // when choose() must decide: not an automatic choice of a kernel with rules, or not seen yet.
+  // Allocates nothing; the launch path's way in.
+  bool cached(const taot_arg* args, std::size_t arg_count, const Selection& selection, const DeviceFacts* device,
+              const table::TunedTable* tuned, std::int64_t num_sms, Choice* choice) const noexcept;
+
   // Whether the kernel has heuristics, requirements or a tuning key, so that its choice depends
   // on argument values (its automatic choices are cached by those values, not memoized by facts).
   bool has_rules() const noexcept { return has_rules_; }
@@ -59,7 +67,7 @@ class DispatchIndex {
 
   // Whether the variants have images for different targets, so that selection needs the device.
   // Decided once at build; false in the common case, which then pays nothing for it.
-  bool device_aware() const noexcept { return !arch_classes_.empty(); }
+  bool device_aware() const noexcept { return device_aware_; }
 
   // The library-qualified kernel name used in messages, "vector_add::add_kernel".
   const std::string& qualified_name() const noexcept { return qualified_name_; }
@@ -83,7 +91,7 @@ class DispatchIndex {
   std::size_t arch_class(int arch) const noexcept;
   // The variants `device` runs, for a device-aware index and a known device; else null (all).
   const std::uint64_t* runnable(const DeviceFacts* device) const noexcept {
-    if (arch_classes_.empty() || device == nullptr) return nullptr;
+    if (!device_aware_ || device == nullptr) return nullptr;
     return &runnable_masks_[arch_class(device->arch) * words_];
   }
   // Selection by bitsets, without the memo.
@@ -101,38 +109,81 @@ class DispatchIndex {
   friend class RuleSteps;  // choose() for kernels with rules (choose.cpp)
 
   // Automatic choices of a kernel with rules, remembered by everything they depend on: the
-  // arguments' facts (and the device's arch class), the tuned table in force, num_sms, and the
+  // arguments' facts (and the device's arch class), num_sms, the tuned table in force, and the
   // values of the arguments the rules and the tuning key read. A small direct-mapped cache of
-  // whole keys (no hash is trusted alone), each slot a seqlock over atomics, so that threads
-  // read and fill it without a lock and a torn entry is never used.
-  static constexpr std::size_t kChoiceSlots = 256;
+  // whole keys (no hash is trusted alone), each slot a seqlock over atomics starting a cache line,
+  // so that threads read and fill it without a lock and a torn entry is never used.
+  // Key words: the memo slot | num_sms << 16, the tuned table's address, one per keyed argument.
+  static_assert(kMaxMemo <= std::size_t{1} << 16, "memo slots fill the low 16 bits of a choice key");
+  static constexpr std::size_t kChoiceSlotBits = 8;
+  static constexpr std::size_t kChoiceSlots = std::size_t{1} << kChoiceSlotBits;
   static constexpr std::size_t kMaxKeyedArgs = 6;
-  static constexpr std::size_t kChoiceKeyWords = 3 + kMaxKeyedArgs;
-  struct ChoiceSlot {
+  static constexpr std::size_t kChoiceKeyWords = 2 + kMaxKeyedArgs;
+  struct alignas(64) ChoiceSlot {
     std::atomic<std::uint32_t> sequence{0};  // odd while being written
+    std::atomic<std::uint64_t> choice{0};    // variant << 8 | step, + 1; 0: empty
     std::atomic<std::uint64_t> key[kChoiceKeyWords];
-    std::atomic<std::uint64_t> choice{0};  // variant << 8 | step, + 1; 0: empty
   };
-  // The key of an automatic choice for `args`, or false when the choice is not cached.
+  // How the key reads an argument the rules or the tuning key read by value: the bits of its value
+  // under `mask` (all 64 for ints, bools and fp64s, the low 32 of the union, an fp32's, for fp32s),
+  // or for a pointer whether it is null.
+  struct KeyedArg {
+    std::uint64_t mask;
+    std::uint16_t index;
+    bool non_null;
+  };
+  // The key of an automatic choice for `args` (2 + keyed_count_ words) and its slot in the cache,
+  // or false when the choice is not cached.
   bool choice_key(const taot_arg* args, const DeviceFacts* device, const table::TunedTable* tuned,
-                  std::int64_t num_sms, std::uint64_t* key) const noexcept;
-  // The words of a choice key in use (facts, table, num_sms, then one per keyed argument); the
-  // rest are zero, neither hashed nor compared.
-  std::size_t choice_key_words() const noexcept { return 3 + keyed_args_.size(); }
-  bool cached_choice(const std::uint64_t* key, Choice* choice) const noexcept;
-  void remember_choice(const std::uint64_t* key, const Choice& choice) const noexcept;
+                  std::int64_t num_sms, std::uint64_t* key, std::size_t* slot) const noexcept;
+  bool cached_choice(const std::uint64_t* key, std::size_t slot, Choice* choice) const noexcept;
+  void remember_choice(const std::uint64_t* key, std::size_t slot, const Choice& choice) const noexcept;
 
+  // One digit of the memo slot: an argument's fact times its weight (the product of the later
+  // digits' counts); for a pointer, its dtypes' slots (unused for an int).
+  struct FactTerm {
+    DtypeSlots slots;
+    std::uint32_t weight;
+    std::uint16_t index;
+  };
+  static constexpr std::size_t kInlineTerms = 8;
+  // A digit read by the kind's own fact_of (descriptors, pointers with None variants, and the
+  // digits beyond kInlineTerms).
+  struct OtherTerm {
+    const table::Arg* arg;
+    DtypeSlots slots;
+    std::uint32_t index;
+    std::uint32_t weight;
+  };
+  // The digits of other_terms_, or false when one shows a fact no variant has.
+  bool other_facts(const taot_arg* args, std::size_t* slot) const noexcept;
+
+  // What every launch reads, first (the memo, the choice cache, and how to make their keys):
+  std::uint16_t arg_count_;
+  bool has_rules_ = false;
+  bool device_aware_ = false;         // arch_classes_ is not empty
+  std::uint8_t pointer_terms_ = 0;    // terms_[0, pointer_terms_) are pointers,
+  std::uint8_t int_terms_ = 0;        // the next int_terms_ ints
+  bool has_other_terms_ = false;      // other_terms_ is not empty
+  std::uint8_t keyed_count_ = 0;      // keyed_args_ in use
+  // Automatic selections memoized by the arguments' facts (mixed radix over the arguments' fact
+  // counts, then the arch class): -1 until first seen. Absent when the fact space is too large to
+  // tabulate.
+  std::unique_ptr<std::atomic<std::int32_t>[]> memo_;
+  // The cache of automatic choices (absent without rules, when the facts are not memoized, or
+  // when the rules read more than kMaxKeyedArgs arguments by value).
+  std::unique_ptr<ChoiceSlot[]> choice_cache_;
+  FactTerm terms_[kInlineTerms] = {};  // the memo slot's digits (arguments whose facts vary), inline
+  KeyedArg keyed_args_[kMaxKeyedArgs] = {};  // the call arguments that key the choice cache by value
+
+  // The rest, for selection without the memo and for messages:
   const table::KernelTable* table_;
+  std::vector<OtherTerm> other_terms_;
   std::string qualified_name_;
   std::size_t words_;
-  bool has_rules_ = false;
   std::vector<std::uint16_t> default_config_;  // the default value index of each config field
   // Per heuristic and per requirement: it reads no float, so the int64 evaluator runs it.
   std::vector<std::uint8_t> integer_heuristics_, integer_requirements_;
-  // The call arguments rules and the tuning key read by value (keyed by the choice cache), and the
-  // cache itself (absent when the facts are not memoized or more than kMaxKeyedArgs are read).
-  std::vector<std::uint16_t> keyed_args_;
-  std::unique_ptr<ChoiceSlot[]> choice_cache_;
   std::vector<std::uint32_t> order_;     // bit -> variant index
   std::vector<std::uint32_t> position_;  // variant index -> bit
   std::vector<std::size_t> arg_fact_offset_;
@@ -141,10 +192,6 @@ class DispatchIndex {
   std::vector<std::uint64_t> value_masks_;
   // Per argument, the slot of each taot_dtype value in the argument's type list (-1: none).
   std::vector<DtypeSlots> dtype_slots_;
-  // Automatic selections memoized by the arguments' facts (mixed radix over the arguments' fact
-  // counts): -1 until first seen. Absent when the fact space is too large to tabulate.
-  std::vector<std::size_t> fact_radix_;
-  std::unique_ptr<std::atomic<std::int32_t>[]> memo_;
   // Device-aware indexes only (else empty): every arch a device may have that some variant runs
   // (each minor of each major an image was built for), and per arch class the variants with an
   // image that arch runs (pick_image), then an all-zero mask for every other arch.
@@ -174,7 +221,7 @@ inline std::size_t DispatchIndex::arch_class(int arch) const noexcept {
 
 inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                                             const DeviceFacts* device) const noexcept {
-  if (!memo_ || selection.fields() != nullptr || selection.is_variant() || arg_count != table_->arg_count) return -1;
+  if (!memo_ || selection.fields() != nullptr || selection.is_variant() || arg_count != arg_count_) return -1;
   std::size_t key = 0;
   if (!memo_key(args, device, &key)) return -1;
   return memo_[key].load(std::memory_order_relaxed);
@@ -182,16 +229,72 @@ inline std::int64_t DispatchIndex::memoized(const taot_arg* args, std::size_t ar
 
 inline bool DispatchIndex::memo_key(const taot_arg* args, const DeviceFacts* device, std::size_t* key) const noexcept {
   std::size_t slot = 0;
-  for (std::size_t a = 0; a < table_->arg_count; ++a) {
-    const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
-    if (fact < 0) return false;
-    slot = slot * fact_radix_[a] + static_cast<std::size_t>(fact);
+  int facts = 0;  // negative once a pointer shows a dtype no variant takes
+  const FactTerm* term = terms_;
+  for (const FactTerm* const end = term + pointer_terms_; term != end; ++term) {
+    const taot_arg& value = args[term->index];
+    const int fact = ArgKindRules<table::ArgKind::pointer>::fact_of_slot(dtype_slot(term->slots, value.dtype), value);
+    facts |= fact;
+    slot += static_cast<std::size_t>(fact) * term->weight;
   }
-  if (!arch_classes_.empty()) {
+  if (facts < 0) return false;
+  for (const FactTerm* const end = term + int_terms_; term != end; ++term)  // every int has a fact
+    slot += static_cast<std::size_t>(ArgKindRules<table::ArgKind::int_scalar>::fact_of(args[term->index])) *
+            term->weight;
+  if (has_other_terms_ && !other_facts(args, &slot)) return false;
+  if (device_aware_) {
     if (device == nullptr) return false;  // no device to select for: not memoized
-    slot = slot * (arch_classes_.size() + 1) + arch_class(device->arch);
+    slot += arch_class(device->arch);
   }
   *key = slot;
+  return true;
+}
+
+inline bool DispatchIndex::cached(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                                  const DeviceFacts* device, const table::TunedTable* tuned, std::int64_t num_sms,
+                                  Choice* choice) const noexcept {
+  if (!choice_cache_ || selection.fields() != nullptr || selection.is_variant() || arg_count != arg_count_)
+    return false;
+  std::uint64_t key[kChoiceKeyWords];
+  std::size_t slot = 0;
+  return choice_key(args, device, tuned, num_sms, key, &slot) && cached_choice(key, slot, choice);
+}
+
+inline bool DispatchIndex::choice_key(const taot_arg* args, const DeviceFacts* device, const table::TunedTable* tuned,
+                                      std::int64_t num_sms, std::uint64_t* key, std::size_t* slot) const noexcept {
+  // Fibonacci hashing of the words as they are made: each step multiplies by 2^64 / phi, so that
+  // every bit of every word reaches the top bits, which pick the slot.
+  constexpr std::uint64_t kMultiplier = 0x9e3779b97f4a7c15ULL;
+  std::size_t facts = 0;
+  if ((static_cast<std::uint64_t>(num_sms) >> 48) != 0 || !memo_key(args, device, &facts)) return false;
+  key[0] = facts | static_cast<std::uint64_t>(num_sms) << 16;
+  key[1] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(tuned));
+  std::uint64_t hash = (key[0] * kMultiplier ^ key[1]) * kMultiplier;
+  std::uint64_t* word = key + 2;
+  for (const KeyedArg* keyed = keyed_args_; keyed != keyed_args_ + keyed_count_; ++keyed) {
+    const std::uint64_t bits = static_cast<std::uint64_t>(args[keyed->index].integer) & keyed->mask;
+    const std::uint64_t read = keyed->non_null ? std::uint64_t{bits != 0} : bits;
+    *word++ = read;
+    hash = (hash ^ read) * kMultiplier;
+  }
+  *slot = static_cast<std::size_t>(hash >> (64 - kChoiceSlotBits));
+  return true;
+}
+
+inline bool DispatchIndex::cached_choice(const std::uint64_t* key, std::size_t slot, Choice* choice) const noexcept {
+  const ChoiceSlot& entry = choice_cache_[slot];
+  // Acquire loads of the entry, so that the second read of the sequence comes after them (a seqlock
+  // without fences, which ThreadSanitizer cannot follow): an entry being written changes it.
+  const std::uint32_t before = entry.sequence.load(std::memory_order_acquire);
+  const std::uint64_t packed = entry.choice.load(std::memory_order_acquire);
+  if ((before & 1U) != 0 || packed == 0) return false;
+  if (entry.key[0].load(std::memory_order_acquire) != key[0] || entry.key[1].load(std::memory_order_acquire) != key[1])
+    return false;
+  for (std::size_t w = 2; w < 2 + std::size_t{keyed_count_}; ++w)
+    if (entry.key[w].load(std::memory_order_acquire) != key[w]) return false;
+  if (entry.sequence.load(std::memory_order_relaxed) != before) return false;
+  choice->variant = static_cast<std::size_t>((packed - 1) >> 8);
+  choice->step = static_cast<Step>((packed - 1) & 0xFF);
   return true;
 }
 

@@ -1,7 +1,9 @@
-// A small stack machine over int64 for grid programs; Python's floor semantics for div and mod.
+// Grid programs: the common shapes decoded once (GridPlan), and a small stack machine over int64
+// for any program, with Python's floor semantics for div and mod.
 #include "grid.h"
 
 #include <string>
+#include <type_traits>
 
 namespace taot::detail {
 namespace {
@@ -22,6 +24,27 @@ Status grid_error(const table::KernelTable& table, int dimension, const std::str
 
 }  // namespace
 
+GridPlan::GridPlan(const table::Variant& variant) noexcept {
+  const auto constant = [](const table::GridProgram& program, std::int64_t limit, auto* value) {
+    if (program.length != 1 || program.code[0].op != table::GridOp::literal || program.code[0].value < 1 ||
+        program.code[0].value > limit)
+      return false;
+    *value = static_cast<std::remove_pointer_t<decltype(value)>>(program.code[0].value);
+    return true;
+  };
+  const table::GridProgram& x = variant.grid[0];
+  if (x.length == 3 && x.code[0].op == table::GridOp::arg && x.code[1].op == table::GridOp::literal &&
+      x.code[2].op == table::GridOp::cdiv && x.code[1].value > 0) {
+    x_arg_ = x.code[0].arg;
+    x_ = x.code[1].value;
+    const auto block = static_cast<std::uint64_t>(x_);
+    if ((block & (block - 1)) == 0) shift_ = static_cast<std::uint8_t>(__builtin_ctzll(block));
+  } else if (!constant(x, kMaxGridX, &x_)) {
+    return;
+  }
+  common_ = constant(variant.grid[1], kMaxGridYZ, &y_) && constant(variant.grid[2], kMaxGridYZ, &z_);
+}
+
 bool grid_uses_num_sms(const table::KernelTable& table) noexcept {
   for (std::uint32_t v = 0; v < table.variant_count; ++v)
     for (const table::GridProgram& program : table.variants[v].grid)
@@ -40,18 +63,6 @@ Status evaluate_grid(const table::KernelTable& table, const table::Variant& vari
   constexpr int kStackDepth = 32;
   for (int d = 0; d < 3; ++d) {
     const table::GridProgram& program = variant.grid[d];
-    if (program.length == 1 && program.code[0].op == table::GridOp::literal && program.code[0].value >= 0) {
-      grid[static_cast<std::size_t>(d)] = program.code[0].value;  // the common constant dimension
-      continue;
-    }
-    if (program.length == 3 && program.code[0].op == table::GridOp::arg &&
-        program.code[1].op == table::GridOp::literal && program.code[2].op == table::GridOp::cdiv &&
-        program.code[1].value > 0 && args[program.code[0].arg].integer >= 0) {
-      // cdiv(n, BLOCK), the common first dimension, on non-negative n
-      const std::int64_t block = program.code[1].value;
-      grid[static_cast<std::size_t>(d)] = (args[program.code[0].arg].integer + block - 1) / block;
-      continue;
-    }
     std::int64_t stack[kStackDepth];
     int depth = 0;
     for (std::uint16_t i = 0; i < program.length; ++i) {

@@ -21,14 +21,17 @@
 #include "taot/driver_api.h"
 #include "taot/runtime.h"
 
+// A hint that `condition` is rarely true, for code layout.
+#define TAOT_UNLIKELY(condition) __builtin_expect(static_cast<bool>(condition), 0)
+
 namespace taot {
 namespace detail {
 
 namespace {
 
 constexpr std::uint32_t kDefaultSharedLimit = 48 * 1024;
-constexpr std::int64_t kMaxGridX = 2147483647;
-constexpr std::int64_t kMaxGridYZ = 65535;
+constexpr std::size_t kInlineParams = 64;  // parameters a launch passes without allocating
+constexpr std::size_t kFastParams = 16;    // parameters the common case passes (a small frame)
 
 // Launch results that can mean the function belongs to a context that no longer exists.
 bool may_be_stale_context(CUresult result) {
@@ -79,6 +82,52 @@ Status grid_error(const DispatchIndex& index, const table::Variant& variant, con
                      std::to_string(grid[1]) + ", " + std::to_string(grid[2]) + ")";
   if (num_ctas > 1) text += " of clusters of " + std::to_string(num_ctas) + " blocks";
   return Status::error(TAOT_OUT_OF_RESOURCES, text + " exceeds the CUDA limits (2147483647, 65535, 65535)");
+}
+
+// launch_function for a function with launch attributes: through cuLaunchKernelEx, programs
+// along x being clusters of num_ctas blocks.
+CUresult launch_with_attributes(const driver::Api& api, const LoadedFunction& function, std::int64_t x,
+                                std::int64_t y, std::int64_t z, CUstream stream, void** params) {
+  CUlaunchConfig config = {};
+  config.gridDimX = static_cast<unsigned>(x * function.num_ctas);
+  config.gridDimY = static_cast<unsigned>(y);
+  config.gridDimZ = static_cast<unsigned>(z);
+  config.blockDimX = function.block_threads;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = function.shared_bytes;
+  config.hStream = stream;
+  config.attrs = const_cast<CUlaunchAttribute*>(function.attributes);
+  config.numAttrs = function.attribute_count;
+  return api.cuLaunchKernelEx(&config, function.function, params, nullptr);
+}
+
+// Launches `function` on a grid of (x, y, z) programs with `params`: through cuLaunchKernel, or
+// cuLaunchKernelEx when it has launch attributes (clusters, cooperative grids, PDL).
+__attribute__((always_inline)) inline CUresult launch_function(const driver::Api& api, const LoadedFunction& function,
+                                                               std::int64_t x, std::int64_t y, std::int64_t z,
+                                                               CUstream stream, void** params) {
+  if (TAOT_UNLIKELY(function.attribute_count != 0))
+    return launch_with_attributes(api, function, x, y, z, stream, params);
+  return api.cuLaunchKernel(function.function, static_cast<unsigned>(x), static_cast<unsigned>(y),
+                            static_cast<unsigned>(z), function.block_threads, 1, 1, function.shared_bytes, stream,
+                            params, nullptr);
+}
+
+// The parameters of a variant whose arguments all pack in place: pointers to the call arguments
+// in the variant's order (read in place from the caller's taot_arg unions), then to the two
+// scratch pointers. `params` holds param_count + 2.
+__attribute__((always_inline)) inline void fill_params(const VariantPlan& plan, const taot_arg* args,
+                                                      CUdeviceptr* global_scratch, CUdeviceptr* profile_scratch,
+                                                      void** __restrict params) noexcept {
+  const std::size_t count = plan.param_count;  // locals: the stores below may not alias them
+  if (plan.in_order) {
+    for (std::size_t p = 0; p < count; ++p) params[p] = const_cast<taot_arg*>(args + p);
+  } else {
+    const std::uint16_t* const order = plan.params;
+    for (std::size_t p = 0; p < count; ++p) params[p] = const_cast<taot_arg*>(&args[order[p]]);
+  }
+  params[count] = global_scratch;
+  params[count + 1] = profile_scratch;
 }
 
 // Whether the image launches through cuLaunchKernelEx (launch attributes).
@@ -162,7 +211,13 @@ Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIn
     result = api.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     if (result != CUDA_SUCCESS) return fail(driver::call_error(api, "cuFuncSetAttribute", result));
   }
-  auto* loaded = new LoadedFunction{context.handle, context.id, function, image, nullptr, {}, 0};
+  auto* loaded = new LoadedFunction{context.handle, function};
+  loaded->block_threads = 32u * image->num_warps;
+  loaded->shared_bytes = image->shared_bytes;
+  loaded->num_ctas = image->num_ctas;
+  loaded->scratch = image->global_scratch_size > 0 || image->profile_scratch_size > 0;
+  loaded->context_id = context.id;
+  loaded->image = image;
   loaded->context_state = *context_state;
   loaded->launch_name = interned_name(variant_name(index, variant));
   set_launch_attributes(*loaded);
@@ -172,7 +227,7 @@ Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIn
 // The function of `variant_index` in `context`: lock-free when loaded, else loaded exactly once.
 Expected<LoadedFunction*> function_for(const driver::Api& api, KernelState& state, const table::KernelTable& table,
                                        std::size_t variant_index, const ContextRef& context) {
-  std::atomic<LoadedFunction*>& head = state.functions[variant_index];
+  std::atomic<LoadedFunction*>& head = state.plans[variant_index].functions;
   if (LoadedFunction* loaded = find_function(head, context.id)) return loaded;
   std::lock_guard<std::mutex> lock(ModuleCache::instance().mutex());
   if (LoadedFunction* loaded = find_function(head, context.id)) return loaded;
@@ -226,6 +281,35 @@ Expected<void**> expanded_params(const driver::Api& api, const KernelState& stat
   return params.data();
 }
 
+// After a launch call of `function` failed with `result`: when the function may belong to a
+// destroyed context that a new one replaced at the same address, asks the driver for the
+// context's id and, if it was so, loads the variant there and launches again (`*launched` the
+// function that launched), or sets `*launch_again` when the launch must start over (its scratch
+// belongs to the old context). Otherwise, or when the relaunch fails, the error.
+Status recover_launch(CUresult result, const driver::Api& api, KernelState& state, const table::KernelTable& table,
+                      std::size_t selected, const LoadedFunction& function, std::int64_t x, std::int64_t y,
+                      std::int64_t z, CUstream stream, void** params, const LoadedFunction** launched,
+                      bool* launch_again) {
+  *launched = &function;
+  *launch_again = false;
+  if (may_be_stale_context(result)) {
+    Expected<ContextRef> fresh = current_context(api);
+    if (fresh.ok() && fresh->id != function.context_id) {
+      Expected<LoadedFunction*> reloaded = function_for(api, state, table, selected, *fresh);
+      if (!reloaded.ok()) return std::move(reloaded).take_status();
+      if (function.scratch) {
+        *launch_again = true;
+        return Status();
+      }
+      result = launch_function(api, **reloaded, x, y, z, stream, params);
+      *launched = *reloaded;
+    }
+  }
+  if (result == CUDA_SUCCESS) return Status();
+  return driver::call_error(api, (*launched)->attribute_count > 0 ? "cuLaunchKernelEx" : "cuLaunchKernel", result)
+      .with_context(variant_name(state.index, table.variants[selected]));
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -240,7 +324,7 @@ Kernel::~Kernel() {
   detail::KernelState* state = state_.load(std::memory_order_acquire);
   if (state == nullptr) return;
   for (std::size_t v = 0; v < table_->variant_count; ++v) {
-    detail::LoadedFunction* node = state->functions[v].load(std::memory_order_relaxed);
+    detail::LoadedFunction* node = state->plans[v].functions.load(std::memory_order_relaxed);
     while (node != nullptr) delete std::exchange(node, node->next);
   }
   delete state;
@@ -273,41 +357,106 @@ Expected<std::size_t> Kernel::select(const taot_arg* args, std::size_t arg_count
 
 Expected<Choice> Kernel::choose(const taot_arg* args, std::size_t arg_count, const Selection& selection) {
   if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
-  Expected<detail::KernelState*> state = this->state();
-  if (!state.ok()) return std::move(state).take_status();
-  const detail::DispatchIndex& index = (*state)->index;
+  Expected<detail::KernelState*> built = this->state();
+  if (!built.ok()) return std::move(built).take_status();
+  detail::KernelState* state = *built;
+  const detail::DispatchIndex& index = state->index;
   const detail::DeviceFacts* device = nullptr;
-  if (index.device_aware() || (*state)->choice_needs_device(*table_)) {  // the current context's device, if any
+  // The current context's device, if any, where the choice depends on it.
+  if (index.device_aware() || (index.has_rules() && state->choice_needs_device())) {
     Expected<const driver::Api*> api = driver::get();
     CUcontext current = nullptr;
-    if (api.ok() && (*api)->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr) {
+    if (api.ok() && (*api)->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr &&
+        (device = detail::remembered_facts_of(current)) == nullptr) {
       Expected<const detail::DeviceFacts*> facts = detail::device_facts(**api, current);
       if (!facts.ok()) return std::move(facts).take_status().with_context(index.qualified_name());
       device = *facts;
     }
   }
-  if (device == nullptr && (*state)->rules_read_num_sms)
+  if (device == nullptr && state->rules_read_num_sms)
     return Status::error(TAOT_NO_CONTEXT, index.qualified_name() + ": the kernel's rules read num_sms, which needs a "
                                                                    "current CUDA context (make one current first)");
-  return (*state)->choose(args, arg_count, selection, device);
+  return state->choose(args, arg_count, selection, device);
 }
 
+// The common case of a launch (everything already known: the kernel's state, the choice, the
+// function in the current context; no observer, scratch or descriptors). Every way off it goes to
+// launch_any before anything was done; the hints keep it one straight run of code, since a driver's
+// launch call in between leaves little of it in the caches.
 Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection) {
-  return launch_on(stream, args, arg_count, selection, nullptr);
+  detail::KernelState* const state = state_.load(std::memory_order_acquire);
+  const driver::Api* const api = driver::loaded();
+  if (TAOT_UNLIKELY(state == nullptr || api == nullptr || (args == nullptr && arg_count != 0) ||
+                    !state->launches_fast || detail::current_launch_observer() != nullptr))
+    return launch_any(stream, args, arg_count, selection, nullptr);
+  const detail::DispatchIndex& index = state->index;
+
+  // The choice, remembered, on the device (where it matters) this thread remembers for the context.
+  CUcontext current = nullptr;
+  const detail::DeviceFacts* device = nullptr;
+  std::size_t selected;
+  if (TAOT_UNLIKELY(index.has_rules())) {  // (out of line: kernels without rules are the common case)
+    const detail::TuningSet& tuning = state->tuning.current();
+    if (index.device_aware() || state->rules_read_num_sms || (state->keyed_by_tuning && tuning.names_devices())) {
+      if (TAOT_UNLIKELY(api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr ||
+                        (device = detail::remembered_facts_of(current)) == nullptr))
+        return launch_any(stream, args, arg_count, selection, nullptr);
+    }
+    Choice choice;
+    if (TAOT_UNLIKELY(!index.cached(args, arg_count, selection, device, tuning.for_device(device),
+                                    device != nullptr ? device->multiprocessors : 0, &choice)))
+      return launch_any(stream, args, arg_count, selection, nullptr);
+    selected = choice.variant;
+  } else {
+    if (TAOT_UNLIKELY(index.device_aware()) &&
+        (api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr ||
+         (device = detail::remembered_facts_of(current)) == nullptr))
+      return launch_any(stream, args, arg_count, selection, nullptr);
+    const std::int64_t memoized = index.memoized(args, arg_count, selection, device);
+    if (TAOT_UNLIKELY(memoized < 0)) return launch_any(stream, args, arg_count, selection, nullptr);
+    selected = static_cast<std::size_t>(memoized);
+  }
+
+  // The grid of a common shape, within the CUDA limits; the function loaded in the current context.
+  const detail::VariantPlan& plan = state->plans[selected];
+  std::array<std::int64_t, 3> grid;
+  if (TAOT_UNLIKELY(!plan.grid.evaluate(args, grid))) return launch_any(stream, args, arg_count, selection, nullptr);
+  if (TAOT_UNLIKELY(grid[0] == 0)) return Status();  // nothing to launch
+  if (current == nullptr && TAOT_UNLIKELY(api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr))
+    return launch_any(stream, args, arg_count, selection, nullptr);
+  const detail::LoadedFunction* function = detail::find_function_by_handle(plan.functions, current);
+  if (TAOT_UNLIKELY(function == nullptr || function->scratch || grid[0] * function->num_ctas > detail::kMaxGridX ||
+                    plan.param_count + 2u > detail::kFastParams))
+    return launch_any(stream, args, arg_count, selection, nullptr);
+
+  void* params[detail::kFastParams];
+  CUdeviceptr no_scratch = 0;
+  detail::fill_params(plan, args, &no_scratch, &no_scratch, params);
+  CUresult result = detail::launch_function(*api, *function, grid[0], grid[1], grid[2], stream, params);
+  if (TAOT_UNLIKELY(result != CUDA_SUCCESS)) {
+    bool launch_again = false;
+    Status status = detail::recover_launch(result, *api, *state, *table_, selected, *function, grid[0], grid[1],
+                                           grid[2], stream, params, &function, &launch_again);
+    if (!status.ok()) return status;
+    if (launch_again) return launch(stream, args, arg_count, selection);
+  }
+  function->context_state->last_launch.store(function->launch_name, std::memory_order_relaxed);
+  return Status();
 }
 
 Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
                       const Grid& grid) {
-  return launch_on(stream, args, arg_count, selection, &grid);
+  return launch_any(stream, args, arg_count, selection, &grid);
 }
 
-Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
-                         const Grid* given_grid) {
+Status Kernel::launch_any(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                          const Grid* given_grid) {
   if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
-  detail::KernelState* built = state_.load(std::memory_order_acquire);
-  Expected<detail::KernelState*> state = built != nullptr ? Expected<detail::KernelState*>(built) : this->state();
-  if (!state.ok()) return std::move(state).take_status();
-  const detail::DispatchIndex& index = (*state)->index;
+  Expected<detail::KernelState*> built = this->state();
+  if (!built.ok()) return std::move(built).take_status();
+  detail::KernelState* state = *built;
+  const detail::DispatchIndex& index = state->index;
+  const bool has_rules = index.has_rules();
 
   // The device, for kernels whose selection or grid depends on it (off the common path). The
   // current context asked here is asked once per launch.
@@ -315,8 +464,8 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
   const detail::DeviceFacts* device = nullptr;
   CUcontext current = nullptr;
   bool asked_context = false;
-  if (index.device_aware() || (given_grid == nullptr && (*state)->uses_num_sms) ||
-      (*state)->choice_needs_device(*table_)) {
+  if (index.device_aware() || (given_grid == nullptr && state->uses_num_sms) ||
+      (has_rules && state->choice_needs_device())) {
     if (api == nullptr) {
       Expected<const driver::Api*> loaded_api = driver::get();
       if (!loaded_api.ok()) return std::move(loaded_api).take_status();
@@ -329,18 +478,27 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
                            : std::move(context).take_status())
           .with_context(index.qualified_name());
     }
-    Expected<const detail::DeviceFacts*> facts = detail::device_facts(*api, current);
-    if (!facts.ok()) return std::move(facts).take_status().with_context(index.qualified_name());
-    device = *facts;
+    device = detail::remembered_facts_of(current);
+    if (device == nullptr) {
+      Expected<const detail::DeviceFacts*> facts = detail::device_facts(*api, current);
+      if (!facts.ok()) return std::move(facts).take_status().with_context(index.qualified_name());
+      device = *facts;
+    }
   }
+  const std::int64_t num_sms = device != nullptr ? device->multiprocessors : 0;
 
   std::size_t selected = 0;
   Step rule_step = Step::fallback;  // the step that chose, for kernels with rules (observers are told)
-  if (index.has_rules()) {
-    Expected<Choice> chosen = (*state)->choose(args, arg_count, selection, device);
-    if (!chosen.ok()) return std::move(chosen).take_status();
-    selected = chosen->variant;
-    rule_step = chosen->step;
+  if (has_rules) {
+    const table::TunedTable* tuned = state->tuned_for(device);
+    Choice choice{};
+    if (!index.cached(args, arg_count, selection, device, tuned, num_sms, &choice)) {
+      Expected<Choice> chosen = index.choose(args, arg_count, selection, device, tuned, num_sms);
+      if (!chosen.ok()) return std::move(chosen).take_status();
+      choice = *chosen;
+    }
+    selected = choice.variant;
+    rule_step = choice.step;
   } else {
     const std::int64_t memoized = index.memoized(args, arg_count, selection, device);
     selected = static_cast<std::size_t>(memoized);
@@ -351,6 +509,7 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
     }
   }
   const table::Variant& variant = table_->variants[selected];
+  const detail::VariantPlan& plan = state->plans[selected];
 
   std::array<std::int64_t, 3> grid;
   if (given_grid != nullptr) {
@@ -359,18 +518,15 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
       return Status::error(TAOT_INVALID_ARGUMENT, index.qualified_name() + ": the grid given, (" +
                                                       std::to_string(grid[0]) + ", " + std::to_string(grid[1]) + ", " +
                                                       std::to_string(grid[2]) + "), has a negative dimension");
-  } else if (Status status = detail::evaluate_grid(*table_, variant, args, device != nullptr ? device->multiprocessors : 0,
-                                                   grid);
-             !status.ok()) {
-    return status;
+  } else if (!plan.grid.evaluate(args, grid)) {
+    if (Status status = detail::evaluate_grid(*table_, variant, args, num_sms, grid); !status.ok()) return status;
   }
-  // Named copies, not structured bindings: lambdas below capture them (clang 14 cannot capture bindings).
   const std::int64_t grid_x = grid[0], grid_y = grid[1], grid_z = grid[2];
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) return Status();
   if (grid_x > detail::kMaxGridX || grid_y > detail::kMaxGridYZ || grid_z > detail::kMaxGridYZ)
     return detail::grid_error(index, variant, grid, 1);
 
-  // Hot path: the driver table is loaded and the variant has a function in the current context.
+  // The variant's function in the current context: found by handle once loaded, else loaded.
   if (api == nullptr) {
     Expected<const driver::Api*> loaded_api = driver::get();
     if (!loaded_api.ok()) return std::move(loaded_api).take_status();
@@ -378,24 +534,23 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
   }
   const detail::LoadedFunction* function = nullptr;
   if (asked_context || (api->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr))
-    function = detail::find_function_by_handle((*state)->functions[selected], current);
+    function = detail::find_function_by_handle(plan.functions, current);
   if (function == nullptr) {
     Expected<detail::ContextRef> context = detail::current_context(*api);
     if (!context.ok()) return std::move(context).take_status().with_context(index.qualified_name());
-    Expected<detail::LoadedFunction*> loaded = detail::function_for(*api, **state, *table_, selected, *context);
+    Expected<detail::LoadedFunction*> loaded = detail::function_for(*api, *state, *table_, selected, *context);
     if (!loaded.ok()) return std::move(loaded).take_status();
     function = *loaded;
   }
 
-  const table::Image& image = *function->image;
   // Programs of a cluster kernel are clusters of num_ctas blocks along x (Triton 3.6).
-  const std::int64_t blocks_x = grid_x * image.num_ctas;
-  if (blocks_x > detail::kMaxGridX) return detail::grid_error(index, variant, grid, image.num_ctas);
+  if (grid_x * function->num_ctas > detail::kMaxGridX)
+    return detail::grid_error(index, variant, grid, function->num_ctas);
 
-  // Kernel parameters are read in place from the caller's taot_arg unions.
   CUdeviceptr global_scratch = 0, profile_scratch = 0;
-  if (image.global_scratch_size > 0 || image.profile_scratch_size > 0) {
-    const std::uint64_t programs = static_cast<std::uint64_t>(blocks_x) * grid_y * grid_z;
+  if (function->scratch) {
+    const table::Image& image = *function->image;
+    const std::uint64_t programs = static_cast<std::uint64_t>(grid_x * function->num_ctas) * grid_y * grid_z;
     Expected<detail::ScratchLayout> layout =
         detail::scratch_layout(programs, image.global_scratch_size, image.global_scratch_align,
                                image.profile_scratch_size, image.profile_scratch_align);
@@ -411,79 +566,47 @@ Status Kernel::launch_on(CUstream stream, const taot_arg* args, std::size_t arg_
   // taot_arg unions, then the two scratch pointers. Kernels with arguments that expand
   // (descriptors) take the expanded parameters instead (built per launch, off this path for all
   // other kernels).
-  constexpr std::size_t kInlineParams = 64;
-  void* inline_params[kInlineParams];
+  void* inline_params[detail::kInlineParams];
   std::vector<void*> heap_params;
   void** params = inline_params;
-  if ((*state)->expanded_count > 0) {
-    Expected<void**> expanded = detail::expanded_params(*api, **state, *table_, variant, image, args,
+  if (state->expanded_count > 0) {
+    Expected<void**> expanded = detail::expanded_params(*api, *state, *table_, variant, *function->image, args,
                                                         &global_scratch, &profile_scratch);
     if (!expanded.ok()) return std::move(expanded).take_status().with_context(detail::variant_name(index, variant));
     params = *expanded;
   } else {
-    const std::size_t param_count = variant.param_count + 2u;
-    if (param_count > kInlineParams) {
-      heap_params.resize(param_count);
+    if (plan.param_count + 2u > detail::kInlineParams) {
+      heap_params.resize(plan.param_count + 2u);
       params = heap_params.data();
     }
-    for (std::uint16_t p = 0; p < variant.param_count; ++p)
-      params[p] = const_cast<taot_arg*>(&args[variant.params[p]]);
-    params[variant.param_count] = &global_scratch;
-    params[variant.param_count + 1] = &profile_scratch;
+    detail::fill_params(plan, args, &global_scratch, &profile_scratch, params);
   }
 
-  const auto launch_with = [&](const detail::LoadedFunction& target) {
-    if (target.attribute_count == 0)
-      return api->cuLaunchKernel(target.function, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y),
-                                 static_cast<unsigned>(grid_z), 32u * image.num_warps, 1, 1, image.shared_bytes,
-                                 stream, params, nullptr);
-    CUlaunchConfig config = {};
-    config.gridDimX = static_cast<unsigned>(blocks_x);
-    config.gridDimY = static_cast<unsigned>(grid_y);
-    config.gridDimZ = static_cast<unsigned>(grid_z);
-    config.blockDimX = 32u * image.num_warps;
-    config.blockDimY = config.blockDimZ = 1;
-    config.sharedMemBytes = image.shared_bytes;
-    config.hStream = stream;
-    config.attrs = const_cast<CUlaunchAttribute*>(target.attributes);
-    config.numAttrs = target.attribute_count;
-    return api->cuLaunchKernelEx(&config, target.function, params, nullptr);
-  };
   // The observer, if any (one atomic load on the way): told before and after the launch call.
   const taot_launch_observer* observer = detail::current_launch_observer();
   taot_launch_info info;
   if (observer != nullptr) {
-    const Step step = index.has_rules()         ? rule_step
+    const Step step = has_rules                 ? rule_step
                       : selection.is_variant()  ? Step::variant
                       : selection.fields()      ? Step::config
                                                 : Step::fallback;
-    info = taot_launch_info{table_->library, table_->name, variant.id, selected, static_cast<taot_step>(step),
-                            {grid_x, grid_y, grid_z}, stream, args, arg_count, handle()};
+    info = taot_launch_info{table_->library, table_->name, variant.id, selected,
+                            static_cast<taot_step>(step), {grid_x, grid_y, grid_z}, stream, args, arg_count, handle()};
     if (observer->begin != nullptr) observer->begin(&info, observer->user);
   }
   const auto observed = [&](Status status) {
     if (observer != nullptr && observer->end != nullptr) observer->end(&info, status.code(), observer->user);
     return status;
   };
-  CUresult result = launch_with(*function);
+  CUresult result = detail::launch_function(*api, *function, grid_x, grid_y, grid_z, stream, params);
   const detail::LoadedFunction* launched = function;
-  if (detail::may_be_stale_context(result)) {
-    // The function may belong to a destroyed context that a new one replaced at the same address:
-    // ask the driver for the context's id, and load and relaunch if it was so.
-    Expected<detail::ContextRef> fresh = detail::current_context(*api);
-    if (fresh.ok() && fresh->id != function->context_id) {
-      Expected<detail::LoadedFunction*> reloaded = detail::function_for(*api, **state, *table_, selected, *fresh);
-      if (!reloaded.ok()) return observed(std::move(reloaded).take_status());
-      if (image.global_scratch_size > 0 || image.profile_scratch_size > 0)
-        return observed(launch_on(stream, args, arg_count, selection, given_grid));  // scratch of the new context
-      result = launch_with(**reloaded);
-      launched = *reloaded;
-    }
+  if (result != CUDA_SUCCESS) {
+    bool launch_again = false;
+    Status status = detail::recover_launch(result, *api, *state, *table_, selected, *function, grid_x, grid_y, grid_z,
+                                           stream, params, &launched, &launch_again);
+    if (!status.ok()) return observed(std::move(status));
+    if (launch_again) return observed(launch_any(stream, args, arg_count, selection, given_grid));
   }
-  if (result != CUDA_SUCCESS)
-    return observed(
-        driver::call_error(*api, function->attribute_count > 0 ? "cuLaunchKernelEx" : "cuLaunchKernel", result)
-            .with_context(detail::variant_name(index, variant)));
   launched->context_state->last_launch.store(launched->launch_name, std::memory_order_relaxed);
   if (observer != nullptr && observer->end != nullptr) observer->end(&info, TAOT_OK, observer->user);
   return Status();
@@ -526,7 +649,7 @@ Status Kernel::unload() {
   std::lock_guard<std::mutex> lock(detail::ModuleCache::instance().mutex());
   Status first_failure;
   for (std::size_t v = 0; v < table_->variant_count; ++v) {
-    std::atomic<detail::LoadedFunction*>& head = state->functions[v];
+    std::atomic<detail::LoadedFunction*>& head = state->plans[v].functions;
     detail::LoadedFunction* kept = nullptr;
     detail::LoadedFunction* node = head.load(std::memory_order_acquire);
     while (node != nullptr) {

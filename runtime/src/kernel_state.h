@@ -2,6 +2,7 @@
 // the runtime's sources that implement Kernel.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -22,62 +23,104 @@ namespace taot::detail {
 // lock, newest first; they are added under the module cache's lock and removed only by unload().
 // Launches find a node by context handle; a context re-created at the same address gets a new node
 // (found first) once a launch with the old one fails.
-// `attributes` are the image's launch attributes (clusters, cooperative grid, PDL), computed once
-// at load; with none (`attribute_count` 0) launches go through cuLaunchKernel.
+// The members a launch reads come first, copied from the image at load: the block size, dynamic
+// shared bytes, CTAs per cluster, whether it takes scratch, and its launch attributes (clusters,
+// cooperative grid, PDL), with none (`attribute_count` 0) for a launch through cuLaunchKernel.
 // `context_state` and `launch_name` let a launch record itself as the context's last (one store),
 // which a later CUDA_ERROR_ASSERT names.
 struct LoadedFunction {
   CUcontext context;
-  std::uint64_t context_id;
   CUfunction function;
-  const table::Image* image;
-  LoadedFunction* next;
-  CUlaunchAttribute attributes[4];
-  unsigned attribute_count;
-  ContextState* context_state = nullptr;   // where a launch records itself as the context's last
+  LoadedFunction* next = nullptr;
+  unsigned block_threads = 0;   // 32 * num_warps
+  std::uint32_t shared_bytes = 0;
+  std::uint16_t num_ctas = 1;
+  bool scratch = false;         // the image takes global or profile scratch
+  unsigned attribute_count = 0;
+  ContextState* context_state = nullptr;     // where a launch records itself as the context's last
   const std::string* launch_name = nullptr;  // "library::kernel variant id", interned
+  std::uint64_t context_id = 0;
+  const table::Image* image = nullptr;
+  CUlaunchAttribute attributes[4] = {};
 };
 
-struct KernelState {
+// What a launch reads of a variant, in one cache line: its functions (a list per context; see
+// LoadedFunction), its grid decoded, and its parameters (the call arguments passed, in order,
+// copied inline when they fit). Made once per variant with the kernel's state, never moved.
+struct alignas(64) VariantPlan {
+  static constexpr std::size_t kInlineParams = 10;
+
+  VariantPlan() = default;
+  VariantPlan(const VariantPlan&) = delete;
+  VariantPlan& operator=(const VariantPlan&) = delete;
+  void plan(const table::Variant& variant) noexcept {
+    grid = GridPlan(variant);
+    param_count = variant.param_count;
+    params = variant.params;
+    if (param_count <= kInlineParams) {
+      std::copy(variant.params, variant.params + param_count, inline_params);
+      params = inline_params;
+    }
+    in_order = true;
+    for (std::uint16_t p = 0; p < param_count; ++p) in_order = in_order && variant.params[p] == p;
+  }
+
+  std::atomic<LoadedFunction*> functions{nullptr};
+  GridPlan grid;
+  const std::uint16_t* params = nullptr;
+  std::uint16_t param_count = 0;
+  bool in_order = false;  // params are 0, 1, ..., param_count - 1 (every argument passed, in order)
+  std::uint16_t inline_params[kInlineParams] = {};
+};
+
+// Aligned to a cache line: the first holds what a launch reads first, these members' and the
+// start of the dispatch index's (its memo, choice cache and the first digits of their keys).
+struct alignas(64) KernelState {
   KernelState(DispatchIndex dispatch_index, const table::KernelTable& table)
-      : index(std::move(dispatch_index)),
-        functions(new std::atomic<LoadedFunction*>[table.variant_count]),
-        expanded_ordinal(table.arg_count, 0),
-        tuning(table) {
-    for (std::size_t v = 0; v < table.variant_count; ++v) functions[v].store(nullptr, std::memory_order_relaxed);
+      : plans(new VariantPlan[table.variant_count]),
+        tuning(table),
+        index(std::move(dispatch_index)),
+        expanded_ordinal(table.arg_count, 0) {
+    for (std::size_t v = 0; v < table.variant_count; ++v) plans[v].plan(table.variants[v]);
     for (std::size_t a = 0; a < table.arg_count; ++a)
       if (!packs_in_place(table.args[a])) expanded_ordinal[a] = expanded_count++;
     uses_num_sms = grid_uses_num_sms(table);
-    rules_read_num_sms = rules_use_num_sms(table);
+    launches_fast = expanded_count == 0 && !uses_num_sms;
+    rules_read_num_sms = index.has_rules() && rules_use_num_sms(table);
+    keyed_by_tuning = index.has_rules() && table.tuning_key_count > 0;
+  }
+
+  // The tuned table in force for a kernel with rules on `device` (null: no current context), or null.
+  const table::TunedTable* tuned_for(const DeviceFacts* device) const noexcept {
+    return index.has_rules() ? tuning.current().for_device(device) : nullptr;
   }
 
   // The choice for `args` on `device` (null: no current context): a kernel with rules takes the
   // tuned table for the device's name and its multiprocessor count.
   Expected<Choice> choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                           const DeviceFacts* device) const {
-    const table::TunedTable* tuned =
-        index.has_rules() ? tuning.current().for_device(device != nullptr ? std::string_view(device->name)
-                                                                            : std::string_view())
-                          : nullptr;
-    return index.choose(args, arg_count, selection, device, tuned, device != nullptr ? device->multiprocessors : 0);
+    return index.choose(args, arg_count, selection, device, tuned_for(device),
+                        device != nullptr ? device->multiprocessors : 0);
   }
 
   // Whether choosing a variant needs the launching device beyond device-aware selection: for the
-  // rules' num_sms or a tuned table (chosen by device name).
-  bool choice_needs_device(const table::KernelTable& table) const noexcept {
-    return index.has_rules() &&
-           (rules_read_num_sms || (table.tuning_key_count > 0 && !tuning.current().empty()));
+  // rules' num_sms or a tuned table chosen by device name.
+  bool choice_needs_device() const noexcept {
+    return rules_read_num_sms || (keyed_by_tuning && tuning.current().names_devices());
   }
 
+  // What a launch reads first, together: the variants' plans, the flags, the tuned tables.
+  std::unique_ptr<VariantPlan[]> plans;  // per variant
+  std::uint16_t expanded_count = 0;      // 0: every argument packs in place (the common, fast case)
+  bool uses_num_sms = false;             // some grid program reads the device's multiprocessor count
+  bool launches_fast = false;            // launch() may take the common case (no descriptors, num_sms grids)
+  bool rules_read_num_sms = false;       // some heuristic or requirement does
+  bool keyed_by_tuning = false;          // the kernel has rules and a tuning key
+  TuningHolder tuning;                   // baked tables, replaced per device by loaded ones
   DispatchIndex index;
-  std::unique_ptr<std::atomic<LoadedFunction*>[]> functions;  // per variant
   // Per call argument that does not pack in place (descriptors), its number among them: the index
   // of its entry in an image's tensordesc_meta; 0 for the others.
   std::vector<std::uint16_t> expanded_ordinal;
-  std::uint16_t expanded_count = 0;  // 0: every argument packs in place (the common, fast case)
-  bool uses_num_sms = false;         // some grid program reads the device's multiprocessor count
-  bool rules_read_num_sms = false;   // some heuristic or requirement does
-  TuningHolder tuning;               // baked tables, replaced per device by loaded ones
 };
 
 }  // namespace taot::detail

@@ -101,12 +101,16 @@ std::unique_ptr<TuningSet> TuningSet::baked(const table::KernelTable& kernel) {
     set->views_.push_back(kernel.tuned[t]);
     set->devices_.emplace_back(kernel.tuned[t].device);
     set->owned_.push_back(nullptr);
+    set->names_devices_ = set->names_devices_ || !set->devices_.back().empty();
   }
   return set;
 }
 
 std::unique_ptr<TuningSet> TuningSet::with(const TuningSet& base, OwnedTable table) {
-  auto set = std::make_unique<TuningSet>(base);
+  auto set = std::make_unique<TuningSet>();
+  set->views_ = base.views_;
+  set->devices_ = base.devices_;
+  set->owned_ = base.owned_;
   auto owned = std::make_shared<const OwnedTable>(std::move(table));
   std::size_t t = 0;
   while (t < set->devices_.size() && !same_device_name(set->devices_[t], owned->device)) ++t;
@@ -118,6 +122,7 @@ std::unique_ptr<TuningSet> TuningSet::with(const TuningSet& base, OwnedTable tab
   set->views_[t] = owned->view();
   set->devices_[t] = owned->device;
   set->owned_[t] = std::move(owned);
+  for (std::string_view device : set->devices_) set->names_devices_ = set->names_devices_ || !device.empty();
   return set;
 }
 
@@ -130,20 +135,29 @@ const table::TunedTable* TuningSet::for_device(std::string_view device_name) con
   return any;
 }
 
-TuningHolder::TuningHolder(const table::KernelTable& kernel) {
-  sets_.push_back(TuningSet::baked(kernel));
-  current_.store(sets_.back().get(), std::memory_order_release);
+const table::TunedTable* TuningSet::remember_for_device(const DeviceFacts* device) const noexcept {
+  const table::TunedTable* table = for_device(device != nullptr ? std::string_view(device->name) : std::string_view());
+  const std::uint32_t ordinal = device != nullptr ? device->ordinal : 0;
+  const std::size_t answer = table == nullptr ? 1 : static_cast<std::size_t>(table - views_.data()) + 2;
+  if (ordinal < kRememberedDevices && answer <= 0xFFFF)
+    by_device_[ordinal].store(static_cast<std::uint16_t>(answer), std::memory_order_relaxed);
+  return table;
+}
+
+TuningHolder::TuningHolder(const table::KernelTable& kernel) : sets_(std::make_unique<Sets>()) {
+  sets_->all.push_back(TuningSet::baked(kernel));
+  current_.store(sets_->all.back().get(), std::memory_order_release);
 }
 
 void TuningHolder::load(OwnedTable table) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  sets_.push_back(TuningSet::with(*current_.load(std::memory_order_relaxed), std::move(table)));
-  current_.store(sets_.back().get(), std::memory_order_release);
+  std::lock_guard<std::mutex> lock(sets_->mutex);
+  sets_->all.push_back(TuningSet::with(*current_.load(std::memory_order_relaxed), std::move(table)));
+  current_.store(sets_->all.back().get(), std::memory_order_release);
 }
 
 void TuningHolder::reset() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  current_.store(sets_.front().get(), std::memory_order_release);
+  std::lock_guard<std::mutex> lock(sets_->mutex);
+  current_.store(sets_->all.front().get(), std::memory_order_release);
 }
 
 Status load_tuning_directory(TuningHolder& holder, const table::KernelTable& kernel) {

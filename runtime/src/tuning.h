@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device.h"
 #include "taot/kernel_table.h"
 #include "taot/status.h"
 #include "taot/tuning_file.h"
@@ -36,9 +37,16 @@ Expected<OwnedTable> resolve_tuning(const TuningFile& file, const table::KernelT
 std::size_t lookup_entry(const table::TunedTable& tuned, std::size_t key_count, const std::int64_t* key) noexcept;
 
 // An immutable set of tables, one per device name ("" = any device). Replaced, never changed, so
-// any number of threads may read one at once.
-class TuningSet {
+// any number of threads may read one at once (what for_device answered per device is remembered
+// inside, atomically).
+class alignas(64) TuningSet {
  public:
+  TuningSet() noexcept {
+    for (std::atomic<std::uint16_t>& answer : by_device_) answer.store(0, std::memory_order_relaxed);
+  }
+  TuningSet(const TuningSet&) = delete;
+  TuningSet& operator=(const TuningSet&) = delete;
+
   // The baked tables of `kernel`.
   static std::unique_ptr<TuningSet> baked(const table::KernelTable& kernel);
   // A copy of `base` in which `table` replaces the table for the same device (names compared as
@@ -48,12 +56,33 @@ class TuningSet {
   // The table for the device named `device_name` ('_' and ' ' alike), else the any-device table,
   // else null. Allocates nothing.
   const table::TunedTable* for_device(std::string_view device_name) const noexcept;
+  // The same for `device`'s name ("" when null); a repeat for the same device costs a load.
+  const table::TunedTable* for_device(const DeviceFacts* device) const noexcept {
+    const std::uint32_t ordinal = device != nullptr ? device->ordinal : 0;
+    if (ordinal < kRememberedDevices) {
+      const std::uint16_t answer = by_device_[ordinal].load(std::memory_order_relaxed);
+      if (answer != 0) return answer == 1 ? nullptr : &views_[answer - 2];
+    }
+    return remember_for_device(device);
+  }
   bool empty() const noexcept { return views_.empty(); }
   std::size_t size() const noexcept { return views_.size(); }
+  // Whether some table names a device (else the device does not matter: every one gets the
+  // any-device table, or none).
+  bool names_devices() const noexcept { return names_devices_; }
 
  private:
-  // Per table: its view, its device name, and for a loaded table the table itself (null: baked).
+  const table::TunedTable* remember_for_device(const DeviceFacts* device) const noexcept;
+
+  // What a launch reads, first: whether a table names a device, the views, and per device ordinal
+  // below kRememberedDevices (0: no device) what for_device answered: 0 before the first ask, 1
+  // for none, else the table's index + 2. Each answer is written once (every thread writes the
+  // same), so that launches on many devices share the line without writing it.
+  static constexpr std::size_t kRememberedDevices = 16;
+  bool names_devices_ = false;
   std::vector<table::TunedTable> views_;
+  mutable std::atomic<std::uint16_t> by_device_[kRememberedDevices];
+  // Per table: its device name, and for a loaded table the table itself (null: baked).
   std::vector<std::string_view> devices_;
   std::vector<std::shared_ptr<const OwnedTable>> owned_;
 };
@@ -74,9 +103,13 @@ class TuningHolder {
   void reset();
 
  private:
+  // current_ alone inline (launches read it); what loads change apart.
+  struct Sets {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<const TuningSet>> all;  // the baked set first
+  };
   std::atomic<const TuningSet*> current_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<const TuningSet>> sets_;
+  std::unique_ptr<Sets> sets_;
 };
 
 // Loads into `holder` every *.json file of $TAOT_TUNING_DIR/<library>/<kernel>/ (in name order, so

@@ -363,8 +363,10 @@ class Kernel {
 
  private:
   Expected<detail::KernelState*> state();
-  Status launch_on(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
-                   const Grid* grid);
+  // Any launch, from the start (launch() takes the common case itself and hands every other here,
+  // before it has done anything); `grid` null: the kernel's grid programs.
+  Status launch_any(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                    const Grid* grid);
   const table::KernelTable* table_;
   std::atomic<detail::KernelState*> state_{nullptr};
 };
