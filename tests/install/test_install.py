@@ -1,8 +1,9 @@
 # The path a new user takes (docs/install.md), on the real wheel: build it, install it into a fresh
 # virtual environment, run `taot build` outside the checkout, build a CMake project that uses
-# find_package(taot) + taot_add_library, edit a module the kernel imports and see exactly the
-# cubins' source rebuilt, install, and link the installed library from a second project.
-# No GPU needed. $TAOT_WHEEL names a wheel built already (scripts/test.sh builds it once).
+# find_package(taot) + taot_add_library, edit a module the kernel imports, then the kernel, and see
+# exactly the cubins' source rebuilt each time, install, and link the installed library from a
+# second project. No GPU needed. The wheel is built here, once per run; $TAOT_WHEEL names one built
+# already instead.
 import os
 import re
 import shutil
@@ -125,6 +126,13 @@ def test_taot_add_library_builds_rebuilds_what_changed_installs_and_links(venv, 
     second = run(["cmake", "--build", build], env=env).stdout
     assert "taot build axpy" in second
     assert compiled_objects(second) == ["axpy_cubins.cpp"], second
+
+    # The kernel's own source changes: again only the cubins' source.
+    kernel = project / "kernels" / "axpy.py"
+    kernel.write_text(kernel.read_text().replace("mask = offsets < n", "mask = n > offsets"))
+    edited = run(["cmake", "--build", build], env=env).stdout
+    assert "taot build axpy" in edited
+    assert compiled_objects(edited) == ["axpy_cubins.cpp"], edited
 
     # The spec changes (a third config): the library's sources change and the program relinks.
     spec = project / "kernels" / "axpy.toml"
