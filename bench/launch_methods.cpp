@@ -16,16 +16,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    CUresult check_result = (call);                                                    \
-    if (check_result != CUDA_SUCCESS) {                                                \
-      const char* text = nullptr;                                                      \
-      cuGetErrorString(check_result, &text);                                           \
-      std::fprintf(stderr, "%s failed: %s\n", #call, text ? text : "unknown error");   \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "gpu_check.h"
 
 int main(int argc, char** argv) {
   if (argc != 5) {
@@ -36,24 +27,21 @@ int main(int argc, char** argv) {
   const std::string cubin((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   const unsigned shared = static_cast<unsigned>(std::atoi(argv[3]));
   const unsigned threads = 32u * static_cast<unsigned>(std::atoi(argv[4]));
-  CHECK(cuInit(0));
+  make_primary_context_current();
   CUdevice device;
-  CHECK(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK(cuCtxSetCurrent(context));
+  GPU_CHECK(cuCtxGetDevice(&device));
   CUmodule module;
-  CHECK(cuModuleLoadData(&module, cubin.data()));
+  GPU_CHECK(cuModuleLoadData(&module, cubin.data()));
   CUfunction function;
-  CHECK(cuModuleGetFunction(&function, module, argv[2]));
+  GPU_CHECK(cuModuleGetFunction(&function, module, argv[2]));
   CUstream stream;
-  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  GPU_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
 
   const int n = 1024;
   CUdeviceptr x, y, out;
-  CHECK(cuMemAlloc(&x, n * sizeof(float)));
-  CHECK(cuMemAlloc(&y, n * sizeof(float)));
-  CHECK(cuMemAlloc(&out, n * sizeof(float)));
+  GPU_CHECK(cuMemAlloc(&x, n * sizeof(float)));
+  GPU_CHECK(cuMemAlloc(&y, n * sizeof(float)));
+  GPU_CHECK(cuMemAlloc(&out, n * sizeof(float)));
   CUdeviceptr no_scratch = 0;
   int count = n;
   void* params[] = {&x, &y, &out, &count, &no_scratch, &no_scratch};
@@ -100,16 +88,16 @@ int main(int argc, char** argv) {
   std::vector<double> per_launch[kMethods];
   for (int round = 0; round < kRounds; ++round) {
     for (int m = 0; m < kMethods; ++m) {
-      CHECK(cuStreamSynchronize(stream));
+      GPU_CHECK(cuStreamSynchronize(stream));
       const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kBatch; ++i) CHECK(methods[m].launch(function, shared, stream, params, extra, &config));
+      for (int i = 0; i < kBatch; ++i) GPU_CHECK(methods[m].launch(function, shared, stream, params, extra, &config));
       const auto stop = std::chrono::steady_clock::now();
       per_launch[m].push_back(std::chrono::duration<double, std::nano>(stop - start).count() / kBatch);
     }
   }
-  CHECK(cuStreamSynchronize(stream));
+  GPU_CHECK(cuStreamSynchronize(stream));
   char name[256];
-  CHECK(cuDeviceGetName(name, sizeof name, device));
+  GPU_CHECK(cuDeviceGetName(name, sizeof name, device));
   std::printf("CPU ns per launch by parameter passing, %s, %s (%u threads), batches of %d after a sync, "
               "%d rounds interleaved\n", name, argv[2], threads, kBatch, kRounds);
   double first = 0;
