@@ -15,9 +15,9 @@ namespace {
 using table::ArgKind;
 
 // The bits of a taot_arg's union that hold its real32: the low 32 (the platforms taot runs on are
-// little-endian).
+// little-endian), so a key drops the top 32.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "taot_arg's real32 is read as the union's low 32 bits");
-constexpr std::uint64_t kFp32Bits = 0xFFFFFFFFU;
+constexpr std::uint8_t kFp32DroppedBits = 32;
 
 // How specialized a variant is: the sum of its arguments' scores (arg_kinds.h).
 int specialization_score(const table::KernelTable& table, const table::Variant& variant) {
@@ -260,7 +260,8 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
       for (std::uint16_t a : keyed) {
         const table::Arg& arg = table.args[a];
         const bool fp32 = arg.kind == ArgKind::float_scalar && arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP32;
-        index.keyed_args_[index.keyed_count_++] = {fp32 ? kFp32Bits : ~std::uint64_t{0}, a, arg.kind == ArgKind::pointer};
+        index.keyed_args_[index.keyed_count_++] = {a, fp32 ? kFp32DroppedBits : std::uint8_t{0},
+                                                   arg.kind == ArgKind::pointer};
       }
       index.choice_cache_.reset(new ChoiceSlot[kChoiceSlots]());
     }

@@ -125,11 +125,12 @@ class DispatchIndex {
     std::atomic<std::uint64_t> key[kChoiceKeyWords];
   };
   // How the key reads an argument the rules or the tuning key read by value: the bits of its value
-  // under `mask` (all 64 for ints, bools and fp64s, the low 32 of the union, an fp32's, for fp32s),
-  // or for a pointer whether it is null.
+  // below the top `dropped_bits` (all 64 for ints, bools and fp64s; for fp32s the low 32 of the
+  // union, an fp32's), or for a pointer whether it is null. Four bytes, so that the six fit in the
+  // index's first lines beside its header.
   struct KeyedArg {
-    std::uint64_t mask;
     std::uint16_t index;
+    std::uint8_t dropped_bits;  // 0, or 32 for an fp32
     bool non_null;
   };
   // The key of an automatic choice for `args` (2 + keyed_count_ words) and its slot in the cache,
@@ -173,8 +174,8 @@ class DispatchIndex {
   // The cache of automatic choices (absent without rules, when the facts are not memoized, or
   // when the rules read more than kMaxKeyedArgs arguments by value).
   std::unique_ptr<ChoiceSlot[]> choice_cache_;
-  FactTerm terms_[kInlineTerms] = {};  // the memo slot's digits (arguments whose facts vary), inline
   KeyedArg keyed_args_[kMaxKeyedArgs] = {};  // the call arguments that key the choice cache by value
+  FactTerm terms_[kInlineTerms] = {};  // the memo slot's digits (arguments whose facts vary), inline
 
   // The rest, for selection without the memo and for messages:
   const table::KernelTable* table_;
@@ -241,8 +242,9 @@ inline bool DispatchIndex::memo_key(const taot_arg* args, const DeviceFacts* dev
   for (const FactTerm* const end = term + int_terms_; term != end; ++term)  // every int has a fact
     slot += static_cast<std::size_t>(ArgKindRules<table::ArgKind::int_scalar>::fact_of(args[term->index])) *
             term->weight;
-  if (has_other_terms_ && !other_facts(args, &slot)) return false;
-  if (device_aware_) {
+  // (Off the common path: kept out of the straight run of a launch.)
+  if (__builtin_expect(has_other_terms_, 0) && !other_facts(args, &slot)) return false;
+  if (__builtin_expect(device_aware_, 0)) {
     if (device == nullptr) return false;  // no device to select for: not memoized
     slot += arch_class(device->arch);
   }
@@ -272,8 +274,10 @@ inline bool DispatchIndex::choice_key(const taot_arg* args, const DeviceFacts* d
   std::uint64_t hash = (key[0] * kMultiplier ^ key[1]) * kMultiplier;
   std::uint64_t* word = key + 2;
   for (const KeyedArg* keyed = keyed_args_; keyed != keyed_args_ + keyed_count_; ++keyed) {
-    const std::uint64_t bits = static_cast<std::uint64_t>(args[keyed->index].integer) & keyed->mask;
-    const std::uint64_t read = keyed->non_null ? std::uint64_t{bits != 0} : bits;
+    const std::uint64_t bits =
+        static_cast<std::uint64_t>(args[keyed->index].integer) << keyed->dropped_bits >> keyed->dropped_bits;
+    const std::uint64_t pointer = std::uint64_t{0} - keyed->non_null;  // all ones for a pointer: no branch
+    const std::uint64_t read = (bits & ~pointer) | (std::uint64_t{bits != 0} & pointer);
     *word++ = read;
     hash = (hash ^ read) * kMultiplier;
   }

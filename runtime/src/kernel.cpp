@@ -422,7 +422,8 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   std::array<std::int64_t, 3> grid;
   if (TAOT_UNLIKELY(!plan.grid.evaluate(args, grid))) return launch_any(stream, args, arg_count, selection, nullptr);
   if (TAOT_UNLIKELY(grid[0] == 0)) return Status();  // nothing to launch
-  if (current == nullptr && TAOT_UNLIKELY(api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr))
+  if (__builtin_expect(current == nullptr, 1) &&
+      TAOT_UNLIKELY(api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr))
     return launch_any(stream, args, arg_count, selection, nullptr);
   const detail::LoadedFunction* function = detail::find_function_by_handle(plan.functions, current);
   if (TAOT_UNLIKELY(function == nullptr || function->scratch || grid[0] * function->num_ctas > detail::kMaxGridX ||
