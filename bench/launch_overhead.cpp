@@ -1,10 +1,12 @@
 // CPU cost per launch from C++, side by side: taot's generated API (dispatching among all
 // variants), the same kernel with launch-time rules (two heuristics, a requirement and a 20-entry
 // tuned table, so that every launch walks the table step), a raw cuLaunchKernel of the same
-// preloaded function, and (when built with it) the C that upstream triton.tools.compile +
+// preloaded function, the two floors under a launcher that must find the current context's
+// function (the raw launch after cuCtxGetCurrent; a context-independent CUkernel from cuLibrary*),
+// and (when built with it) the C that upstream triton.tools.compile +
 // triton.tools.link generate for the same kernel and config.
 // Launches are timed in batches of 256 right after a sync, below the stream's queue depth, so the
-// CPU is what is measured. Prints a table; --json writes the figures too.
+// CPU is what is measured. Prints a table, then the launch path's pieces timed alone.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -91,6 +93,22 @@ int main() {
   std::vector<Method> methods;
   methods.push_back({"raw cuLaunchKernel", [&] {
                        GPU_CHECK(cuLaunchKernel(function, grid, 1, 1, block, 1, 1, image->shared_bytes, stream, raw_params, nullptr));
+                     }, {}});
+  // Two floors under any launcher that must find the function for the current context: asking
+  // the driver for that context, or handing it a context-independent CUkernel (cuLibrary*, as the
+  // CUDA runtime does) and letting it find the function itself.
+  methods.push_back({"raw + cuCtxGetCurrent", [&] {
+                       CUcontext current;
+                       GPU_CHECK(cuCtxGetCurrent(&current));
+                       GPU_CHECK(cuLaunchKernel(function, grid, 1, 1, block, 1, 1, image->shared_bytes, stream, raw_params, nullptr));
+                     }, {}});
+  CUlibrary library;
+  CUkernel library_kernel;
+  GPU_CHECK(cuLibraryLoadData(&library, image->cubin, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  GPU_CHECK(cuLibraryGetKernel(&library_kernel, library, image->function_name));
+  methods.push_back({"raw CUkernel (cuLibrary)", [&] {
+                       GPU_CHECK(cuLaunchKernel(reinterpret_cast<CUfunction>(library_kernel), grid, 1, 1, block, 1, 1,
+                                                image->shared_bytes, stream, raw_params, nullptr));
                      }, {}});
   methods.push_back({"taot (auto dispatch)", [&] {
                        taot::Status status = vector_add::add_kernel(stream, taot::Ptr(x, taot::DType::fp32),
