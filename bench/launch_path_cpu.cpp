@@ -1,8 +1,9 @@
 // taot's own CPU cost per launch, without the driver: the launch path (selection, rules and the
 // tuned table, grid, function lookup, parameters) over a driver whose entry points return at once.
 // Runs anywhere (no GPU); run it under `valgrind --tool=callgrind` for instructions per launch.
-// Prints ns per launch for the automatic vector_add launch and for the same kernel with rules and a
-// 20-entry tuned table (RuledAddKernel), side by side, interleaved rounds, medians.
+// Prints ns per launch for the automatic vector_add launch, for the same kernel with rules and a
+// 20-entry tuned table (RuledAddKernel), and for that kernel with num_warps asked for (as bind() and
+// config keywords from Python pass a config), side by side, interleaved rounds, medians.
 // `bench_launch_path_cpu [LAUNCHES] [off|observer|profile] [DRIVER_KIB]`: with no observer (the
 // default), with an observer whose callbacks do nothing, or with the profiler on ($TAOT_PROFILE set
 // before the first launch; the trace of every launch is written at exit to
@@ -158,6 +159,12 @@ int main(int argc, char** argv) {
   const std::int32_t n = 1024;
   const taot_arg args[] = {taot::arg(x), taot::arg(y), taot::arg(out), taot::arg(n)};
   RuledAddKernel ruled(vector_add::add_kernel_kernel().table());
+  // A config asked for, as a bound launcher (bind(num_warps=4)) or config keywords pass it: the
+  // rules still choose the fields it leaves and check its requirement.
+  std::vector<taot::FieldRequest> asked(ruled.kernel().table().field_count);
+  for (std::uint16_t f = 0; f < ruled.kernel().table().field_count; ++f)
+    if (std::string(ruled.kernel().table().fields[f].name) == "num_warps") asked[f] = taot::FieldRequest{true, 4};
+  const taot::Selection asked_config = taot::Selection::config(asked.data());
   struct Path {
     const char* name;
     std::function<bool()> launch;
@@ -166,6 +173,8 @@ int main(int argc, char** argv) {
   std::vector<Path> paths = {
       {"automatic (vector_add::add_kernel)", [&] { return vector_add::add_kernel(nullptr, x, y, out, n).ok(); }, {}},
       {"rules + 20-entry table", [&] { return ruled.kernel().launch(nullptr, args, 4).ok(); }, {}},
+      {"rules + table, num_warps=4 asked", [&] { return ruled.kernel().launch(nullptr, args, 4, asked_config).ok(); },
+       {}},
   };
   for (Path& path : paths)
     if (!path.launch()) {

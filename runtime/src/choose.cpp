@@ -376,27 +376,50 @@ Expected<Choice> DispatchIndex::choose(const taot_arg* args, std::size_t arg_cou
     const Step step = selection.is_variant() ? Step::variant : selection.fields() ? Step::config : Step::fallback;
     return Choice{*chosen, step};
   }
-  const bool cacheable = choice_cache_ && selection.fields() == nullptr;
   std::uint64_t key[kChoiceKeyWords];
+  std::size_t words = 2 + std::size_t{keyed_count_};
   std::size_t slot = 0;
-  if (cacheable && choice_key(args, device, tuned, num_sms, key, &slot)) {
+  if (choice_cache_ && choice_key(args, device, tuned, num_sms, key, &slot) &&
+      (selection.fields() == nullptr || add_config_key(selection.fields(), key, &words, &slot))) {
     Choice remembered{};
-    if (cached_choice(key, slot, &remembered)) return remembered;
+    if (cached_choice(key, words, slot, &remembered)) return remembered;
     Expected<Choice> chosen = RuleSteps(*this, args, num_sms).run(selection, device, tuned);
-    if (chosen.ok()) remember_choice(key, slot, *chosen);
+    if (chosen.ok()) remember_choice(key, words, slot, *chosen);
     return chosen;
   }
   return RuleSteps(*this, args, num_sms).run(selection, device, tuned);
 }
 
-void DispatchIndex::remember_choice(const std::uint64_t* key, std::size_t slot, const Choice& choice) const noexcept {
+bool DispatchIndex::add_config_key(const FieldRequest* fields, std::uint64_t* key, std::size_t* words,
+                                   std::size_t* slot) const noexcept {
+  const std::size_t field_count = table_->field_count;
+  if (field_count > kMaxConfigWords * 8) return false;
+  std::uint64_t* config = key + *words;
+  std::fill(config, config + kMaxConfigWords, std::uint64_t{0});
+  for (std::size_t f = 0; f < field_count; ++f) {
+    if (!fields[f].set) continue;
+    const int value = value_index(f, fields[f]);
+    if (value < 0 || value >= 255) return false;
+    config[f / 8] |= static_cast<std::uint64_t>(value + 1) << (f % 8 * 8);  // 0: the field is not asked for
+  }
+  key[1] |= 1;  // a config's key, never an automatic one (table addresses are even)
+  *words += kMaxConfigWords;
+  // The slot from every word (Fibonacci hashing, as choice_key).
+  constexpr std::uint64_t kMultiplier = 0x9e3779b97f4a7c15ULL;
+  std::uint64_t hash = 0;
+  for (std::size_t w = 0; w < *words; ++w) hash = (hash ^ key[w]) * kMultiplier;
+  *slot = static_cast<std::size_t>(hash >> (64 - kChoiceSlotBits));
+  return true;
+}
+
+void DispatchIndex::remember_choice(const std::uint64_t* key, std::size_t words, std::size_t slot,
+                                    const Choice& choice) const noexcept {
   ChoiceSlot& entry = choice_cache_[slot];
   std::uint32_t sequence = entry.sequence.load(std::memory_order_relaxed);
   if ((sequence & 1U) ||
       !entry.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire))
     return;  // another thread is writing the slot: leave it
   // Release stores: a reader that sees any of them also sees the odd sequence stored before.
-  const std::size_t words = 2 + std::size_t{keyed_count_};
   for (std::size_t w = 0; w < words; ++w) entry.key[w].store(key[w], std::memory_order_release);
   entry.choice.store((static_cast<std::uint64_t>(choice.variant) << 8 | static_cast<std::uint64_t>(choice.step)) + 1,
                      std::memory_order_release);

@@ -114,11 +114,15 @@ class DispatchIndex {
   // whole keys (no hash is trusted alone), each slot a seqlock over atomics starting a cache line,
   // so that threads read and fill it without a lock and a torn entry is never used.
   // Key words: the memo slot | num_sms << 16, the tuned table's address, one per keyed argument.
+  // Choices for a config the caller asked for (the fields it sets, as bind() and config keywords
+  // pass them) are remembered too, their key the same words with the address's low bit set (no
+  // automatic key has it) and then the asked value indexes, a byte each.
   static_assert(kMaxMemo <= std::size_t{1} << 16, "memo slots fill the low 16 bits of a choice key");
   static constexpr std::size_t kChoiceSlotBits = 8;
   static constexpr std::size_t kChoiceSlots = std::size_t{1} << kChoiceSlotBits;
   static constexpr std::size_t kMaxKeyedArgs = 6;
-  static constexpr std::size_t kChoiceKeyWords = 2 + kMaxKeyedArgs;
+  static constexpr std::size_t kMaxConfigWords = 2;  // configs of up to 16 fields, each of up to 255 values
+  static constexpr std::size_t kChoiceKeyWords = 2 + kMaxKeyedArgs + kMaxConfigWords;
   struct alignas(64) ChoiceSlot {
     std::atomic<std::uint32_t> sequence{0};  // odd while being written
     std::atomic<std::uint64_t> choice{0};    // variant << 8 | step, + 1; 0: empty
@@ -137,8 +141,15 @@ class DispatchIndex {
   // or false when the choice is not cached.
   bool choice_key(const taot_arg* args, const DeviceFacts* device, const table::TunedTable* tuned,
                   std::int64_t num_sms, std::uint64_t* key, std::size_t* slot) const noexcept;
-  bool cached_choice(const std::uint64_t* key, std::size_t slot, Choice* choice) const noexcept;
-  void remember_choice(const std::uint64_t* key, std::size_t slot, const Choice& choice) const noexcept;
+  // Extends an automatic choice's key (2 + keyed_count_ words) to the choice for the config
+  // `fields` asks for, moving *slot and adding to *words; false when the config does not fit the
+  // key (too many fields or values, or a value that was not compiled: the walk reports it).
+  bool add_config_key(const FieldRequest* fields, std::uint64_t* key, std::size_t* words,
+                      std::size_t* slot) const noexcept;
+  // The choice remembered for the first `words` words of `key` in `slot`, or false.
+  bool cached_choice(const std::uint64_t* key, std::size_t words, std::size_t slot, Choice* choice) const noexcept;
+  void remember_choice(const std::uint64_t* key, std::size_t words, std::size_t slot,
+                       const Choice& choice) const noexcept;
 
   // One digit of the memo slot: an argument's fact times its weight (the product of the later
   // digits' counts); for a pointer, its dtypes' slots (unused for an int).
@@ -259,7 +270,7 @@ inline bool DispatchIndex::cached(const taot_arg* args, std::size_t arg_count, c
     return false;
   std::uint64_t key[kChoiceKeyWords];
   std::size_t slot = 0;
-  return choice_key(args, device, tuned, num_sms, key, &slot) && cached_choice(key, slot, choice);
+  return choice_key(args, device, tuned, num_sms, key, &slot) && cached_choice(key, 2 + keyed_count_, slot, choice);
 }
 
 inline bool DispatchIndex::choice_key(const taot_arg* args, const DeviceFacts* device, const table::TunedTable* tuned,
@@ -285,7 +296,8 @@ inline bool DispatchIndex::choice_key(const taot_arg* args, const DeviceFacts* d
   return true;
 }
 
-inline bool DispatchIndex::cached_choice(const std::uint64_t* key, std::size_t slot, Choice* choice) const noexcept {
+inline bool DispatchIndex::cached_choice(const std::uint64_t* key, std::size_t words, std::size_t slot,
+                                         Choice* choice) const noexcept {
   const ChoiceSlot& entry = choice_cache_[slot];
   // Acquire loads of the entry, so that the second read of the sequence comes after them (a seqlock
   // without fences, which ThreadSanitizer cannot follow): an entry being written changes it.
@@ -294,7 +306,7 @@ inline bool DispatchIndex::cached_choice(const std::uint64_t* key, std::size_t s
   if ((before & 1U) != 0 || packed == 0) return false;
   if (entry.key[0].load(std::memory_order_acquire) != key[0] || entry.key[1].load(std::memory_order_acquire) != key[1])
     return false;
-  for (std::size_t w = 2; w < 2 + std::size_t{keyed_count_}; ++w)
+  for (std::size_t w = 2; w < words; ++w)
     if (entry.key[w].load(std::memory_order_acquire) != key[w]) return false;
   if (entry.sequence.load(std::memory_order_relaxed) != before) return false;
   choice->variant = static_cast<std::size_t>((packed - 1) >> 8);

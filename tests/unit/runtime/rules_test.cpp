@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <deque>
@@ -458,6 +459,65 @@ TEST(LaunchChoiceCache, RepeatedAndConcurrentChoicesEqualAFreshWalk) {
   Expected<Picked> first = pick(*cached, table.kernel, 100, Selection::automatic(), &table.kernel.tuned[0]);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->block, 128);
+}
+
+// Choices for a config the caller asks for (as bind() and config keywords pass it) are remembered
+// beside the automatic ones: interleaved with automatic choices and other configs, from several
+// threads, each equals what an index that has seen nothing else answers, errors included.
+TEST(LaunchChoiceCache, ConfigChoicesEqualAFreshWalkAndNeverAnAutomaticOne) {
+  SoftmaxTable table(true, true, true);
+  table.bake("", table::TuningMatch::nearest, {{{1, 0, 1}}, {{1000, 3, -1}}, {{3000, 4, 0}}});
+  const table::TunedTable* tuned = &table.kernel.tuned[0];
+  Expected<detail::DispatchIndex> cached = detail::DispatchIndex::build(table.kernel);
+  ASSERT_TRUE(cached.ok());
+  // The selections: automatic; num_warps alone (the other field from the steps); both fields;
+  // BLOCK_SIZE alone, small enough that long rows fail its requirement; a value never compiled.
+  std::vector<std::array<FieldRequest, 2>> configs = {
+      {FieldRequest{}, FieldRequest{true, 8}},
+      {FieldRequest{true, 1024}, FieldRequest{true, 4}},
+      {FieldRequest{true, 256}, FieldRequest{}},
+      {FieldRequest{true, 300}, FieldRequest{}},
+  };
+  const auto selection_of = [&](std::size_t s) {
+    return s == 0 ? Selection::automatic() : Selection::config(configs[s - 1].data());
+  };
+  const auto text = [](const Expected<Picked>& picked) {
+    return picked.ok() ? std::to_string(picked->block) + "/" + std::to_string(picked->warps) + "/" +
+                             step_name(picked->step)
+                       : picked.status().message();
+  };
+  constexpr std::int64_t kLongest = 4200;
+  std::vector<std::vector<std::string>> expected(configs.size() + 1);
+  for (std::size_t s = 0; s < expected.size(); ++s)
+    for (std::int64_t n_cols = 0; n_cols <= kLongest; ++n_cols) {
+      Expected<detail::DispatchIndex> fresh = detail::DispatchIndex::build(table.kernel);
+      expected[s].push_back(text(pick(*fresh, table.kernel, n_cols, selection_of(s), tuned)));
+    }
+  // Sanity of the reference: the config steps answer as asked, and the requirement still holds.
+  EXPECT_EQ(expected[2][100], "1024/4/config");
+  EXPECT_THAT(expected[2][2000], HasSubstr("n_cols <= BLOCK_SIZE"));
+  EXPECT_EQ(expected[0][1000], "1024/4/table");
+  EXPECT_EQ(expected[1][1000], "1024/8/table");  // the table's BLOCK_SIZE, the num_warps asked for
+  EXPECT_EQ(expected[3][200], "256/8/table");
+  EXPECT_THAT(expected[3][300], HasSubstr("n_cols <= BLOCK_SIZE"));
+  EXPECT_THAT(expected[4][10], HasSubstr("300"));
+  std::atomic<int> mismatches{0};
+  const auto work = [&](std::int64_t stride) {
+    for (int round = 0; round < 2; ++round)
+      for (std::int64_t i = 0; i <= kLongest; ++i) {
+        const std::int64_t n_cols = (i * stride) % (kLongest + 1);
+        for (std::size_t s = 0; s < expected.size(); ++s) {
+          const std::size_t which = (s + static_cast<std::size_t>(i)) % expected.size();
+          if (text(pick(*cached, table.kernel, n_cols, selection_of(which), tuned)) !=
+              expected[which][static_cast<std::size_t>(n_cols)])
+            ++mismatches;
+        }
+      }
+  };
+  std::vector<std::thread> threads;
+  for (std::int64_t stride : {1, 7, 4200}) threads.emplace_back(work, stride);
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 }  // namespace
