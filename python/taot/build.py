@@ -178,6 +178,13 @@ def _run_here(pending, progress, watch):
             outcome = job_module.run_job(job)
         except KeyboardInterrupt:
             raise Interrupted(compiled, len(pending)) from None
+        except Exception:
+            # Code that a Ctrl-C interrupts half-way can fail in its own cleanup (Triton 3.6's
+            # knobs.scope() raises UnboundLocalError when interrupted before it saved its state):
+            # after a Ctrl-C, that is the interruption, not an error of the build.
+            if watch.requested:
+                raise Interrupted(compiled, len(pending)) from None
+            raise
         if outcome.error is None:
             compiled += 1
         if watch.requested:
