@@ -49,9 +49,9 @@ class DispatchIndex {
   Expected<Choice> choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                           const DeviceFacts* device, const table::TunedTable* tuned, std::int64_t num_sms) const;
 
-  // choose()'s answer when the cache of automatic choices holds it (true, `*choice` set); false
-  // when choose() must decide: not an automatic choice of a kernel with rules, or not seen yet.
-  // Allocates nothing; the launch path's way in.
+  // choose()'s answer when the choice cache holds it (true, `*choice` set); false when choose()
+  // must decide: a kernel without rules, a variant asked for by index, or not seen yet. Automatic
+  // choices and those for an asked config alike. Allocates nothing; the launch path's way in.
   bool cached(const taot_arg* args, std::size_t arg_count, const Selection& selection, const DeviceFacts* device,
               const table::TunedTable* tuned, std::int64_t num_sms, Choice* choice) const noexcept;
 
@@ -266,11 +266,14 @@ inline bool DispatchIndex::memo_key(const taot_arg* args, const DeviceFacts* dev
 inline bool DispatchIndex::cached(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                                   const DeviceFacts* device, const table::TunedTable* tuned, std::int64_t num_sms,
                                   Choice* choice) const noexcept {
-  if (!choice_cache_ || selection.fields() != nullptr || selection.is_variant() || arg_count != arg_count_)
-    return false;
+  if (!choice_cache_ || selection.is_variant() || arg_count != arg_count_) return false;
   std::uint64_t key[kChoiceKeyWords];
+  std::size_t words = 2 + keyed_count_;
   std::size_t slot = 0;
-  return choice_key(args, device, tuned, num_sms, key, &slot) && cached_choice(key, 2 + keyed_count_, slot, choice);
+  if (!choice_key(args, device, tuned, num_sms, key, &slot)) return false;
+  if (__builtin_expect(selection.fields() != nullptr, 0) && !add_config_key(selection.fields(), key, &words, &slot))
+    return false;
+  return cached_choice(key, words, slot, choice);
 }
 
 inline bool DispatchIndex::choice_key(const taot_arg* args, const DeviceFacts* device, const table::TunedTable* tuned,
