@@ -404,11 +404,9 @@ bool DispatchIndex::add_config_key(const FieldRequest* fields, std::uint64_t* ke
   }
   key[1] |= 1;  // a config's key, never an automatic one (table addresses are even)
   *words += kMaxConfigWords;
-  // The slot from every word (Fibonacci hashing, as choice_key).
-  constexpr std::uint64_t kMultiplier = 0x9e3779b97f4a7c15ULL;
-  std::uint64_t hash = 0;
-  for (std::size_t w = 0; w < *words; ++w) hash = (hash ^ key[w]) * kMultiplier;
-  *slot = static_cast<std::size_t>(hash >> (64 - kChoiceSlotBits));
+  std::uint64_t hash = 0;  // key[1] changed: the slot is hashed again from the first word
+  for (std::size_t w = 0; w < *words; ++w) hash = hash_word(hash, key[w]);
+  *slot = slot_of_hash(hash);
   return true;
 }
 

@@ -146,6 +146,14 @@ class DispatchIndex {
   // key (too many fields or values, or a value that was not compiled: the walk reports it).
   bool add_config_key(const FieldRequest* fields, std::uint64_t* key, std::size_t* words,
                       std::size_t* slot) const noexcept;
+  // A key's slot: Fibonacci hashing of its words from a hash of 0, each step multiplying by
+  // 2^64 / phi, so that every bit of every word reaches the top bits, which pick the slot.
+  static std::uint64_t hash_word(std::uint64_t hash, std::uint64_t word) noexcept {
+    return (hash ^ word) * 0x9e3779b97f4a7c15ULL;
+  }
+  static std::size_t slot_of_hash(std::uint64_t hash) noexcept {
+    return static_cast<std::size_t>(hash >> (64 - kChoiceSlotBits));
+  }
   // The choice remembered for the first `words` words of `key` in `slot`, or false.
   bool cached_choice(const std::uint64_t* key, std::size_t words, std::size_t slot, Choice* choice) const noexcept;
   void remember_choice(const std::uint64_t* key, std::size_t words, std::size_t slot,
@@ -278,14 +286,11 @@ inline bool DispatchIndex::cached(const taot_arg* args, std::size_t arg_count, c
 
 inline bool DispatchIndex::choice_key(const taot_arg* args, const DeviceFacts* device, const table::TunedTable* tuned,
                                       std::int64_t num_sms, std::uint64_t* key, std::size_t* slot) const noexcept {
-  // Fibonacci hashing of the words as they are made: each step multiplies by 2^64 / phi, so that
-  // every bit of every word reaches the top bits, which pick the slot.
-  constexpr std::uint64_t kMultiplier = 0x9e3779b97f4a7c15ULL;
   std::size_t facts = 0;
   if ((static_cast<std::uint64_t>(num_sms) >> 48) != 0 || !memo_key(args, device, &facts)) return false;
   key[0] = facts | static_cast<std::uint64_t>(num_sms) << 16;
   key[1] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(tuned));
-  std::uint64_t hash = (key[0] * kMultiplier ^ key[1]) * kMultiplier;
+  std::uint64_t hash = hash_word(hash_word(0, key[0]), key[1]);  // made as the words are
   std::uint64_t* word = key + 2;
   for (const KeyedArg* keyed = keyed_args_; keyed != keyed_args_ + keyed_count_; ++keyed) {
     const std::uint64_t bits =
@@ -293,9 +298,9 @@ inline bool DispatchIndex::choice_key(const taot_arg* args, const DeviceFacts* d
     const std::uint64_t pointer = std::uint64_t{0} - keyed->non_null;  // all ones for a pointer: no branch
     const std::uint64_t read = (bits & ~pointer) | (std::uint64_t{bits != 0} & pointer);
     *word++ = read;
-    hash = (hash ^ read) * kMultiplier;
+    hash = hash_word(hash, read);
   }
-  *slot = static_cast<std::size_t>(hash >> (64 - kChoiceSlotBits));
+  *slot = slot_of_hash(hash);
   return true;
 }
 

@@ -272,6 +272,13 @@ Expected<Picked> pick(const detail::DispatchIndex& index, const table::KernelTab
   return Picked{SoftmaxTable::kBlocks[config[0]], SoftmaxTable::kWarps[config[1]], choice->step};
 }
 
+// "BLOCK/WARPS/step" of a choice, or its error message: what the cache tests compare.
+std::string describe(const Expected<Picked>& picked) {
+  return picked.ok() ? std::to_string(picked->block) + "/" + std::to_string(picked->warps) + "/" +
+                           step_name(picked->step)
+                     : picked.status().message();
+}
+
 std::int64_t reference_block(std::int64_t n_cols) {
   std::int64_t block = 128;
   while (block < n_cols) block *= 2;
@@ -431,8 +438,7 @@ TEST(LaunchChoiceCache, RepeatedAndConcurrentChoicesEqualAFreshWalk) {
     Expected<detail::DispatchIndex> fresh = detail::DispatchIndex::build(table.kernel);
     Expected<Picked> picked = pick(*fresh, table.kernel, n_cols, Selection::automatic(), tuned);
     ASSERT_TRUE(picked.ok());
-    expected.push_back(std::to_string(picked->block) + "/" + std::to_string(picked->warps) + "/" +
-                       step_name(picked->step));
+    expected.push_back(describe(picked));
   }
   std::atomic<int> mismatches{0};
   const auto work = [&](std::int64_t stride) {
@@ -440,10 +446,7 @@ TEST(LaunchChoiceCache, RepeatedAndConcurrentChoicesEqualAFreshWalk) {
       for (std::int64_t i = 0; i <= 4096; ++i) {
         const std::int64_t n_cols = (i * stride) % 4097;
         Expected<Picked> picked = pick(*cached, table.kernel, n_cols, Selection::automatic(), tuned);
-        const std::string got = picked.ok() ? std::to_string(picked->block) + "/" + std::to_string(picked->warps) +
-                                                  "/" + step_name(picked->step)
-                                            : picked.status().message();
-        if (got != expected[static_cast<std::size_t>(n_cols)]) ++mismatches;
+        if (describe(picked) != expected[static_cast<std::size_t>(n_cols)]) ++mismatches;
       }
   };
   std::vector<std::thread> threads;
@@ -481,17 +484,12 @@ TEST(LaunchChoiceCache, ConfigChoicesEqualAFreshWalkAndNeverAnAutomaticOne) {
   const auto selection_of = [&](std::size_t s) {
     return s == 0 ? Selection::automatic() : Selection::config(configs[s - 1].data());
   };
-  const auto text = [](const Expected<Picked>& picked) {
-    return picked.ok() ? std::to_string(picked->block) + "/" + std::to_string(picked->warps) + "/" +
-                             step_name(picked->step)
-                       : picked.status().message();
-  };
   constexpr std::int64_t kLongest = 4200;
   std::vector<std::vector<std::string>> expected(configs.size() + 1);
   for (std::size_t s = 0; s < expected.size(); ++s)
     for (std::int64_t n_cols = 0; n_cols <= kLongest; ++n_cols) {
       Expected<detail::DispatchIndex> fresh = detail::DispatchIndex::build(table.kernel);
-      expected[s].push_back(text(pick(*fresh, table.kernel, n_cols, selection_of(s), tuned)));
+      expected[s].push_back(describe(pick(*fresh, table.kernel, n_cols, selection_of(s), tuned)));
     }
   // Sanity of the reference: the config steps answer as asked, and the requirement still holds.
   EXPECT_EQ(expected[2][100], "1024/4/config");
@@ -508,7 +506,7 @@ TEST(LaunchChoiceCache, ConfigChoicesEqualAFreshWalkAndNeverAnAutomaticOne) {
         const std::int64_t n_cols = (i * stride) % (kLongest + 1);
         for (std::size_t s = 0; s < expected.size(); ++s) {
           const std::size_t which = (s + static_cast<std::size_t>(i)) % expected.size();
-          if (text(pick(*cached, table.kernel, n_cols, selection_of(which), tuned)) !=
+          if (describe(pick(*cached, table.kernel, n_cols, selection_of(which), tuned)) !=
               expected[which][static_cast<std::size_t>(n_cols)])
             ++mismatches;
         }
