@@ -6,6 +6,7 @@
 # Candidates are the library's compiled variants that accept a shape's arguments: nothing is
 # compiled while tuning. Each candidate is checked against the bench file's reference (the gate),
 # timed briefly, and timed in full unless it is far behind the best so far (early stopping).
+import ctypes
 import dataclasses
 import json
 import os
@@ -242,9 +243,32 @@ class Journal:
 
 @dataclasses.dataclass
 class TuneOptions:
-    gpus: list                 # device indices, one worker each (CUDA_VISIBLE_DEVICES)
+    gpus: list                 # indices among the GPUs this process sees, one worker each
     candidate_timeout: float   # seconds a candidate may run before its worker is killed
     max_restarts: int = 20     # per worker, then the run fails
+
+
+def visible_gpu_count():
+    """How many GPUs this process sees (CUDA_VISIBLE_DEVICES applies), asked of the CUDA driver
+    itself: importing torch for it would cost seconds. 0 without a driver or a GPU."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0
+    count = ctypes.c_int(0)
+    if driver.cuInit(0) != 0 or driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+def worker_visible_devices(gpu):
+    """CUDA_VISIBLE_DEVICES for a worker bound to GPU `gpu` of those this process sees: an entry of
+    this process's own CUDA_VISIBLE_DEVICES (an index or a UUID) where it has one."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return str(gpu)
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    return entries[gpu] if gpu < len(entries) else str(gpu)
 
 
 class _Worker:
@@ -260,7 +284,8 @@ class _Worker:
         self.start()
 
     def start(self):
-        environment = dict(os.environ, CUDA_VISIBLE_DEVICES=str(self.gpu), PYTHONUNBUFFERED="1")
+        environment = dict(os.environ, CUDA_VISIBLE_DEVICES=worker_visible_devices(self.gpu),
+                           PYTHONUNBUFFERED="1")
         python_path = str(Path(__file__).resolve().parents[1])
         environment["PYTHONPATH"] = python_path + os.pathsep + environment.get("PYTHONPATH", "")
         self.process = subprocess.Popen([sys.executable, "-m", "taot.tune_worker", "--settings",

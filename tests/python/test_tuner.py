@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from taot.commands.tune import gpu_list
+from taot.errors import TaotError
+
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = Path(__file__).resolve().parent / "tune_fakes"
 
@@ -152,6 +155,42 @@ def test_restart_discards_the_journal(world):
     (world[2] / "calls.log").unlink()
     assert tune(world, "--restart").returncode == 0
     assert len({line.split()[1] for line in calls(world[2])}) == len(CONFIGS)
+
+
+def test_each_worker_sees_its_own_gpu_of_those_the_caller_sees(world):
+    assert tune(world, "--gpus", "2").returncode == 0
+    log = world[2] / "calls.log.devices"
+    assert sorted(log.read_text().split()) == ["0", "1"]
+    log.unlink()
+    library, plan, tmp_path = world
+    os.environ["CUDA_VISIBLE_DEVICES"] = "GPU-5c1d,GPU-77ab,GPU-0e42"
+    try:
+        assert tune(world, "--gpus", "0,2", "--restart").returncode == 0
+    finally:
+        del os.environ["CUDA_VISIBLE_DEVICES"]
+    assert sorted(log.read_text().split()) == ["GPU-0e42", "GPU-5c1d"]
+
+
+@pytest.mark.parametrize("text, count, expected", [
+    ("all", 3, [0, 1, 2]), ("2", 3, [0, 1]), ("0,2", 3, [0, 2]), ("1,1", 2, [1]), ("0,", 1, [0]),
+    ("5", None, [0, 1, 2, 3, 4]),
+])
+def test_gpu_lists(text, count, expected):
+    assert gpu_list(text, count) == expected
+
+
+@pytest.mark.parametrize("text, count, message", [
+    ("all", 0, "--gpus all: the CUDA driver sees no GPU"),
+    ("3", 2, "--gpus 3: 3 GPUs asked, but the CUDA driver sees 2 (indices 0 to 1)"),
+    ("0,5", 2, "--gpus 0,5: GPU 5 asked, but the CUDA driver sees 2 (indices 0 to 1)"),
+    ("0", 2, "--gpus 0: a count of GPUs must be 1 or more (GPU 0 alone: --gpus 0,)"),
+    ("1", 0, "--gpus 1: 1 GPU asked, but the CUDA driver sees none"),
+    ("a,b", 2, "--gpus a,b: expected all, a count, or GPU indices, comma-separated"),
+])
+def test_gpu_list_errors_name_the_value_and_what_the_driver_sees(text, count, message):
+    with pytest.raises(TaotError) as error:
+        gpu_list(text, count)
+    assert str(error.value).startswith(message)
 
 
 def test_usage_errors(world):

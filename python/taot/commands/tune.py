@@ -66,28 +66,29 @@ def check(parser, arguments):
     arguments.filters = parse_where(parser, arguments.where)
 
 
-def gpu_list(text):
-    """--gpus: "all", a count ("2": GPUs 0 and 1) or indices ("0,2")."""
+def gpu_list(text, count):
+    """--gpus: "all", a count ("2": GPUs 0 and 1) or indices ("0,2"), as indices among the `count`
+    GPUs this process sees (None: not checked, for a fake backend)."""
     if text == "all":
-        count = visible_gpu_count()
         if count == 0:
-            raise TaotError("--gpus all: no GPU is visible (torch.cuda.device_count() is 0)")
+            raise TaotError("--gpus all: the CUDA driver sees no GPU"
+                            + (f" (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})"
+                               if "CUDA_VISIBLE_DEVICES" in os.environ else ""))
         return list(range(count))
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items or not all(item.isdigit() for item in items):
         raise TaotError(f"--gpus {text}: expected all, a count, or GPU indices, comma-separated")
     if len(items) == 1 and "," not in text:
-        return list(range(int(items[0])))
-    return [int(item) for item in dict.fromkeys(items)]
-
-
-def visible_gpu_count():
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    try:
-        import torch
-        return torch.cuda.device_count()
-    except ImportError:
-        return len([d for d in visible.split(",") if d.strip()]) if visible else 0
+        gpus = list(range(int(items[0])))
+        if not gpus:
+            raise TaotError(f"--gpus {text}: a count of GPUs must be 1 or more (GPU 0 alone: --gpus 0,)")
+    else:
+        gpus = [int(item) for item in dict.fromkeys(items)]
+    if count is not None and max(gpus) >= count:
+        asked = f"GPU {max(gpus)}" if "," in text else f"{len(gpus)} GPU{'s' if len(gpus) > 1 else ''}"
+        sees = f"{count} (indices 0 to {count - 1})" if count else "none"
+        raise TaotError(f"--gpus {text}: {asked} asked, but the CUDA driver sees {sees}")
+    return gpus
 
 
 def run(arguments):
@@ -107,7 +108,10 @@ def run(arguments):
     if not info.tuning_key:
         raise TaotError(f"kernel {kernel_name} has no tuning key: give it one in the spec (tuning_key = [...], or "
                         f"@triton.autotune's key) and rebuild")
-    gpus = [0] if arguments.backend and arguments.gpus == "all" else gpu_list(arguments.gpus)
+    if arguments.backend:  # a fake timer: no driver, and "all" is one worker
+        gpus = [0] if arguments.gpus == "all" else gpu_list(arguments.gpus, None)
+    else:
+        gpus = gpu_list(arguments.gpus, tuner.visible_gpu_count())
     output = Path(arguments.output) if arguments.output else library_path / "tuning"
     output.mkdir(parents=True, exist_ok=True)
     full = dict(warmup_ms=arguments.warmup_ms, rep_ms=arguments.rep_ms, reps=0, flush_l2=not arguments.no_flush,

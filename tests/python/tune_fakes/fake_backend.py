@@ -3,7 +3,8 @@ Its world is the JSON file named by $FAKE_TUNE_PLAN:
   {"device": NAME, "candidates": [{"id", "config"}], "times": {"<M>": {id: ms}},
    "wrong": [[M, id]], "filtered": [[M, id]], "crash": [[M, id]], "hang": [[M, id]], "fatal": [[M, id]],
    "refused": [[M, id]]}
-Every timing call is appended to $FAKE_TUNE_LOG as "M id quick|full" (quick: rep_ms below 10)."""
+Every timing call is appended to $FAKE_TUNE_LOG as "M id quick|full" (quick: rep_ms below 10), and
+each worker's CUDA_VISIBLE_DEVICES (or "unset") to $FAKE_TUNE_LOG.devices as it starts."""
 import json
 import os
 import time
@@ -15,6 +16,8 @@ class FakeBackend:
         self.device_name = self.plan.get("device", "Fake GPU")
         self.candidates = self.plan["candidates"]
         self.table = None
+        with open(os.environ["FAKE_TUNE_LOG"] + ".devices", "a") as log:
+            log.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset") + "\n")
 
     def _listed(self, name, m, candidate_id):
         return [m, candidate_id] in self.plan.get(name, [])
