@@ -3,8 +3,10 @@
 # the figures (bench vs do_bench vs Nsight Compute; tune vs a JIT tuner). Builds the libraries it
 # needs with `taot build --python --build-library` into WORK (default build-gpu/), in parallel;
 # fused_moe_tune may come compiled in .carry/fused_moe_tune (its CMake build happens here).
-# PART selects what runs: build, tests, tune-figure, jit-figure (JIT_BATCH_SIZES, JIT_BUDGET_S,
-# JIT_PART name a slice of it), ncu-figure, or all (default). Logs go to $OUT (or WORK/logs).
+# PART selects what runs: build, tests, tune-figure (TUNE_GPUS: its --gpus, default all), tune-scaling
+# (the tune figure on one GPU, then on every GPU), jit-figure (JIT_BATCH_SIZES, JIT_BUDGET_S, JIT_PART
+# name a slice of it), ncu-figure, or all (default; tune-scaling is not in it). Logs go to $OUT (or
+# WORK/logs).
 set -uo pipefail
 if [ -d "$(dirname "$0")/../.carry/nlohmann" ]; then
   export CMAKE_PREFIX_PATH="$(cd "$(dirname "$0")/../.carry/nlohmann" && pwd)${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
@@ -68,13 +70,48 @@ fi
 
 # The tune figure times the way benchmark_moe.py does (a CUDA graph of 10 launches, no L2 flush), so
 # that the JIT tuner's measurements of both tools' choices compare like with like.
+# tune_figure GPUS NAME [LIBRARY]: taot tune of LIBRARY (default fused_moe_tune) over GPUS (--gpus: all,
+# a count, indices) into $logs/NAME; the wall time in ms goes to $logs/NAME.wall_ms.
+tune_figure() {
+  local start
+  start=$(date +%s%N)
+  python3 -m taot tune "$work/${3:-fused_moe_tune}" --bench examples/fused_moe/bench_fused_moe.py -o "$logs/$2" --restart \
+    --graph --launches-per-rep 10 --no-flush --gpus "$1" 2>&1 | tail -28 || fail "taot tune --gpus $1"
+  echo "$(( ($(date +%s%N) - start) / 1000000 ))" > "$logs/$2.wall_ms"
+  echo "taot tune --gpus $1 wall: $(cat "$logs/$2.wall_ms") ms"
+}
 if [ "$part" = all ] || [ "$part" = tune-figure ]; then
   step "figure: taot tune of fused_moe_tune (graph of 10 launches, no flush), wall time"
-  start=$(date +%s%N)
-  python3 -m taot tune "$work/fused_moe_tune" --bench examples/fused_moe/bench_fused_moe.py -o "$logs/tune" --restart \
-    --graph --launches-per-rep 10 --no-flush 2>&1 | tail -28 || fail "taot tune"
-  echo "$(( ($(date +%s%N) - start) / 1000000 ))" > "$logs/taot_tune_wall_ms"
-  echo "taot tune wall: $(cat "$logs/taot_tune_wall_ms") ms"
+  tune_figure "${TUNE_GPUS:-all}" tune
+fi
+# The same search on one GPU and then on every GPU of the host: the wall times, and whether the two
+# tables choose the same configs (they may differ where two candidates are within noise). TUNE_LIBRARY:
+# fused_moe_tune (default, built by PART=build) or fused_moe_tune_wide (384 configs, built here).
+if [ "$part" = tune-scaling ]; then
+  library=${TUNE_LIBRARY:-fused_moe_tune}
+  step "figure: taot tune of $library on one GPU, then on every GPU"
+  nvidia-smi --query-gpu=index,name --format=csv,noheader
+  if [ ! -d "$work/$library/build" ]; then
+    start=$(date +%s%N)
+    build "$(ls bench/specs/"$library".* | head -1)" "$library" || fail "building $library"
+    echo "built $library in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  fi
+  tune_figure 1 tune_one_gpu "$library"
+  tune_figure all tune_every_gpu "$library"
+  python3 - "$logs" <<'PY' || fail "tune scaling comparison"
+import json, sys
+from pathlib import Path
+logs = Path(sys.argv[1])
+def chosen(name):
+    table = json.loads((logs / name / "fused_moe_kernel.json").read_text())
+    return {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
+one, every = chosen("tune_one_gpu"), chosen("tune_every_gpu")
+wall = {name: int((logs / f"{name}.wall_ms").read_text()) for name in ("tune_one_gpu", "tune_every_gpu")}
+same = sum(one[key] == every.get(key) for key in one)
+print(f"one GPU {wall['tune_one_gpu'] / 1000:.1f} s, every GPU {wall['tune_every_gpu'] / 1000:.1f} s: "
+      f"{wall['tune_one_gpu'] / wall['tune_every_gpu']:.2f}x; the same config chosen for {same} of {len(one)} keys")
+sys.exit(0 if set(one) == set(every) else 1)
+PY
 fi
 if [ "$part" = all ] || [ "$part" = jit-figure ]; then
   step "figure: the JIT tuner (benchmark_moe.py's method), batch sizes ${JIT_BATCH_SIZES:-all}"
