@@ -288,6 +288,7 @@ class _Worker:
                            PYTHONUNBUFFERED="1")
         python_path = str(Path(__file__).resolve().parents[1])
         environment["PYTHONPATH"] = python_path + os.pathsep + environment.get("PYTHONPATH", "")
+        self.launched_at = time.monotonic()
         self.process = subprocess.Popen([sys.executable, "-m", "taot.tune_worker", "--settings",
                                          json.dumps(self.settings)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         text=True, env=environment)
@@ -413,6 +414,9 @@ class Coordinator:
                 elif device != self.device:
                     self.failure = (f"GPU {worker.gpu} is a {device}, GPU {workers[0].gpu} a {self.device}: a tuned "
                                     f"table is for one kind of device; give --gpus of one kind")
+                if not self.failure:
+                    self.say(f"GPU {worker.gpu} ({device}): worker ready in "
+                             f"{time.monotonic() - worker.launched_at:.1f} s")
                 ready.add(worker)
                 self._assign(worker)
             elif "begin" in message:

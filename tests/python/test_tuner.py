@@ -158,7 +158,10 @@ def test_restart_discards_the_journal(world):
 
 
 def test_each_worker_sees_its_own_gpu_of_those_the_caller_sees(world):
-    assert tune(world, "--gpus", "2").returncode == 0
+    result = tune(world, "--gpus", "2")
+    assert result.returncode == 0, result.stderr
+    assert "GPU 0 (Fake GPU 80GB): worker ready in" in result.stderr
+    assert "GPU 1 (Fake GPU 80GB): worker ready in" in result.stderr
     log = world[2] / "calls.log.devices"
     assert sorted(log.read_text().split()) == ["0", "1"]
     log.unlink()
