@@ -99,17 +99,31 @@ if [ "$part" = tune-scaling ]; then
   tune_figure 1 tune_one_gpu "$library"
   tune_figure all tune_every_gpu "$library"
   python3 - "$logs" <<'PY' || fail "tune scaling comparison"
+# The wall times, and each run's choices timed by the other run: a choice that differs should be
+# within noise of the other run's best.
 import json, sys
 from pathlib import Path
 logs = Path(sys.argv[1])
-def chosen(name):
+def run(name):
     table = json.loads((logs / name / "fused_moe_kernel.json").read_text())
-    return {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
-one, every = chosen("tune_one_gpu"), chosen("tune_every_gpu")
-wall = {name: int((logs / f"{name}.wall_ms").read_text()) for name in ("tune_one_gpu", "tune_every_gpu")}
+    chosen = {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
+    timed, keys = {}, {}  # the workers' lines interleave: a result names its task
+    for line in (logs / name / "fused_moe_kernel.journal.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("begin"):
+            keys[entry["task"]] = entry["key"][0]
+        elif entry.get("status") == "ok":
+            timed.setdefault(keys[entry["task"]], {})[entry["result"]] = entry["median_ms"]
+    return chosen, timed, int((logs / f"{name}.wall_ms").read_text())
+(one, one_timed, one_ms), (every, every_timed, every_ms) = run("tune_one_gpu"), run("tune_every_gpu")
 same = sum(one[key] == every.get(key) for key in one)
-print(f"one GPU {wall['tune_one_gpu'] / 1000:.1f} s, every GPU {wall['tune_every_gpu'] / 1000:.1f} s: "
-      f"{wall['tune_one_gpu'] / wall['tune_every_gpu']:.2f}x; the same config chosen for {same} of {len(one)} keys")
+print(f"one GPU {one_ms / 1000:.1f} s, every GPU {every_ms / 1000:.1f} s: {one_ms / every_ms:.2f}x; "
+      f"the same config chosen for {same} of {len(one)} keys")
+for mine, other_timed, label in ((one, every_timed, "one-GPU choices in the every-GPU run"),
+                                 (every, one_timed, "every-GPU choices in the one-GPU run")):
+    ratios = [other_timed[key][mine[key]] / min(other_timed[key].values()) for key in mine
+              if mine[key] in other_timed.get(key, {})]
+    print(f"{label}: {len(ratios)} of {len(mine)} timed in full there, worst {max(ratios, default=1):.3f}x its best")
 sys.exit(0 if set(one) == set(every) else 1)
 PY
 fi
