@@ -76,6 +76,10 @@ def test_tune_fused_moe_then_the_table_drives_the_automatic_choice():
     out = Path(tempfile.mkdtemp())
     result = taot("tune", library, "--bench", ROOT / "examples/fused_moe/bench_fused_moe.py", "-o", out, "--restart")
     assert result.returncode == 0, result.stderr
+    import torch
+    count = torch.cuda.device_count()  # --gpus all: a worker on every GPU of the host
+    assert f"on GPU{'s' if count > 1 else ''} {', '.join(map(str, range(count)))}" in result.stderr
+    assert result.stderr.count("worker ready in") >= count
     table = json.loads((out / "fused_moe_kernel.json").read_text())
     vllm_files = list(out.glob("device_name=*.json"))
     assert len(vllm_files) == 1
