@@ -28,6 +28,7 @@ from .fsutil import write_atomically
 STATUSES = ("ok", "pruned", "wrong", "error", "filtered", "crashed", "hung")
 JOURNAL_SCHEMA = "taot.tune.journal"
 JOURNAL_VERSION = 1
+_CUDA_ERROR_NO_DEVICE = 100  # cuInit's answer on a machine with a driver and no GPU
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,14 +251,23 @@ class TuneOptions:
 
 def visible_gpu_count():
     """How many GPUs this process sees (CUDA_VISIBLE_DEVICES applies), asked of the CUDA driver
-    itself: importing torch for it would cost seconds. 0 without a driver or a GPU."""
+    itself: importing torch for it would cost seconds. 0 when the driver finds no device; TaotError
+    when there is no driver or it fails to start."""
     try:
         driver = ctypes.CDLL("libcuda.so.1")
-    except OSError:
+    except OSError as error:
+        raise TaotError(f"no CUDA driver to run the workers on: {error}") from None
+    status = driver.cuInit(0)
+    if status == _CUDA_ERROR_NO_DEVICE:
         return 0
     count = ctypes.c_int(0)
-    if driver.cuInit(0) != 0 or driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
-        return 0
+    if status == 0:
+        status = driver.cuDeviceGetCount(ctypes.byref(count))
+    if status != 0:
+        name = ctypes.c_char_p()
+        driver.cuGetErrorName(status, ctypes.byref(name))
+        raise TaotError(f"the CUDA driver failed to start: error {status}"
+                        + (f" ({name.value.decode()})" if name.value else ""))
     return count.value
 
 

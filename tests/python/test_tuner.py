@@ -174,6 +174,30 @@ def test_each_worker_sees_its_own_gpu_of_those_the_caller_sees(world):
     assert sorted(log.read_text().split()) == ["GPU-0e42", "GPU-5c1d"]
 
 
+@pytest.fixture(scope="module")
+def fake_driver(tmp_path_factory):
+    """A folder holding a fake libcuda.so.1 (tune_fakes/fake_libcuda.c), for LD_LIBRARY_PATH."""
+    folder = tmp_path_factory.mktemp("driver")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(folder / "libcuda.so.1"), str(FAKES / "fake_libcuda.c")],
+                   check=True)
+    return folder
+
+
+@pytest.mark.parametrize("environment, answer", [
+    ({"FAKE_GPU_COUNT": "3"}, "3"),
+    ({"FAKE_CUINIT": "100"}, "0"),  # a driver and no GPU
+    ({"FAKE_CUINIT": "999"}, "TaotError: the CUDA driver failed to start: error 999 (CUDA_ERROR_UNKNOWN)"),
+    ({"FAKE_CUINIT": "34"}, "TaotError: the CUDA driver failed to start: error 34"),
+])
+def test_the_gpu_count_is_the_drivers(fake_driver, environment, answer):
+    program = ("from taot import tuner\ntry:\n    print(tuner.visible_gpu_count())\n"
+               "except Exception as error:\n    print(f'{type(error).__name__}: {error}')")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                            env=dict(os.environ, **environment, LD_LIBRARY_PATH=str(fake_driver),
+                                     PYTHONPATH=str(ROOT / "python")))
+    assert result.stdout.strip() == answer
+
+
 @pytest.mark.parametrize("text, count, expected", [
     ("all", 3, [0, 1, 2]), ("2", 3, [0, 1]), ("0,2", 3, [0, 2]), ("1,1", 2, [1]), ("0,", 1, [0]),
     ("5", None, [0, 1, 2, 3, 4]),
