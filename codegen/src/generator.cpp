@@ -55,7 +55,7 @@ std::string rule(std::string_view name) {
 // name that would clash with the wrappers' own names or an earlier parameter gets a trailing
 // underscore, or if it has one, a number after it (never "__", which is reserved).
 std::vector<std::string> parameter_names(const Kernel& kernel, const std::vector<std::size_t>& call_args) {
-  std::set<std::string> taken = {"stream", "config", "variant_index", "args", "fields"};
+  std::set<std::string> taken = {"stream", "config", "grid", "variant_index", "args", "fields"};
   std::vector<std::string> names;
   for (std::size_t index : call_args) {
     std::string name = detail::cpp_member_name(kernel.args[index].name);

@@ -94,7 +94,7 @@ TEST_F(GeneratorTest, HeaderDeclaresTheTypedApi) {
   // Keywords and the wrappers' own names are renamed; i64-only ints are std::int64_t.
   EXPECT_THAT(header, HasSubstr("std::optional<bool> int_{};\n"));
   EXPECT_THAT(header, HasSubstr("taot::Status odd_names(CUstream stream, taot::Ptr new_, std::int64_t stream_, double "
-                                "config_, bool stream_2);\n"));
+                                "config_, bool stream_2, std::int32_t grid_);\n"));
   EXPECT_THAT(header, HasSubstr("taot::Status noop(CUstream stream);\n"));
   EXPECT_THAT(header, HasSubstr("struct noop_config {\n};\n"));
   // No absolute path of this machine leaks into the output.
@@ -111,7 +111,7 @@ TEST_F(GeneratorTest, CHeaderDeclaresEntryPointsAndHandles) {
                                 "taot_ptr out_ptr, int64_t n_elements, float scale, bool flag);\n"));
   EXPECT_THAT(header, HasSubstr("taot_kernel* demo_add_kernel_handle(void);\n"));
   EXPECT_THAT(header, HasSubstr("taot_status demo_odd_names(CUstream stream, taot_ptr new_, int64_t stream_, double "
-                                "config_, bool stream_2);\n"));
+                                "config_, bool stream_2, int32_t grid_);\n"));
   EXPECT_THAT(header, HasSubstr("taot_status demo_noop(CUstream stream);\n"));
   // Free text from the manifest cannot end a comment or form a trigraph.
   EXPECT_THAT(header, Not(HasSubstr("??")));
@@ -162,7 +162,7 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   EXPECT_THAT(source, HasSubstr("\"-(-(stream * 2 + 3)) /* \\042quoted\\042 \\077\\077/ */\", \"max(stream, 4)\", \"1 \\134\""));
   // Wrappers: thin, data in, runtime call out.
   EXPECT_THAT(source, HasSubstr("const taot_arg args[] = {taot::arg(new_), taot::arg(stream_), taot::arg(config_), "
-                                "taot::arg(stream_2)};\n"));
+                                "taot::arg(stream_2), taot::arg(grid_)};\n"));
   EXPECT_THAT(source, HasSubstr("const taot::FieldRequest fields[] = {taot::request(config.BLOCK_SIZE), "
                                 "taot::request(config.ACC_TYPE), taot::request(config.EPS), "
                                 "taot::request(config.num_warps)};\n"));
