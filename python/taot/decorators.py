@@ -77,8 +77,11 @@ def _autotune(tuner):
         if getattr(config, "ir_override", None):
             raise DecoratorProblem("triton.Config objects without ir_override (taot compiles from the source)",
                                    f"configs[{index}] with ir_override={config.ir_override!r}")
-        if config.pre_hook is not None:
-            notes.append(f"configs[{index}] has a pre_hook, which does not run ahead of time")
+        if config.pre_hook is not None:  # Triton runs it before every launch with this config
+            hook = getattr(config.pre_hook, "__name__", None) or repr(config.pre_hook)
+            notes.append(f"configs[{index}] has a pre_hook ({hook}), which Triton runs before every launch with "
+                         f"that config and the library never runs: the caller must do its work (zeroing an "
+                         f"output, say) before each launch")
         entry = dict(config.kwargs)
         for name in CONFIG_OPTIONS:
             value = getattr(config, name, None)

@@ -92,6 +92,15 @@ def test_autotune_configs_are_the_config_list(tmp_path):
     assert inputs["options"] == {"num_warps": 8, "num_stages": 4}
 
 
+def test_a_config_pre_hook_is_named_as_work_the_caller_must_do(tmp_path):
+    source = AUTOTUNED.replace('triton.Config({"BLOCK": 256}, num_warps=8)',
+                               'triton.Config({"BLOCK": 256}, num_warps=8, pre_hook=zero_out)')
+    library = load(tmp_path, "def zero_out(nargs):\n    nargs['out_ptr'].zero_()\n" + source, spec())
+    (note,) = [note for note in library.kernels[0].notes if "pre_hook" in note]
+    assert note.startswith("configs[1] has a pre_hook (zero_out), which Triton runs before every launch")
+    assert "the caller must do its work" in note
+
+
 def test_spec_extends_and_narrows_the_decorators_configs(tmp_path):
     extra = '''where = ["BLOCK != 256"]
 configs = [{ BLOCK = 1024, num_warps = 16 }]
