@@ -1,5 +1,6 @@
 # Validate a raw spec dict (from TOML or taot_spec()) into a LibrarySpec with its variants.
 import dataclasses
+import difflib
 import glob
 import inspect
 import keyword
@@ -188,11 +189,33 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
     where += _rule_filters(node, heuristics, requires, args, fields, typevars)
     tuning_key = _tuning_key(node, decorated, args, fields)
     tuning = _tuning_files(node.key("tuning"), spec_folder)
-    return KernelSpec(name=name, function=function, source=source, cache_key=jit_function.cache_key,
+    return KernelSpec(name=name, function=function, source=source, cache_key=_cache_key(function_node, jit_function, source),
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
                       options=options, config=fields, key=node.path, targets=tuple(targets),
                       configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
                       tuning=tuning, notes=_notes(decorated))
+
+
+def _cache_key(function_node, jit_function, source):
+    """Triton's cache key of the function. Making it resolves every global name and attribute the
+    function and the helpers it calls use, so a name that does not resolve (a typo in a helper's
+    name) fails here: a spec error naming the line of the kernel that uses it, where there is one."""
+    try:
+        return jit_function.cache_key
+    except (AttributeError, NameError) as error:
+        missing = getattr(error, "name", None)
+        where = source.name
+        lines, first = getattr(jit_function, "raw_src", None), getattr(jit_function, "starting_line_number", None)
+        if missing and lines and first:
+            pattern = re.compile(rf"\b{re.escape(missing)}\b")
+            hits = [first + index for index, line in enumerate(lines) if pattern.search(line)]
+            where = f"{source.name}:{hits[0]}" if hits else where
+        known = dir(error.obj) if isinstance(error, AttributeError) and hasattr(error, "obj") \
+            else list(getattr(jit_function, "__globals__", {}))
+        close = difflib.get_close_matches(missing, known, n=1) if missing else []
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise function_node.error("a function whose globals and attributes all resolve",
+                                  f"{where}: {type(error).__name__}: {error}{hint}") from None
 
 
 def _source_path(node, spec_folder):

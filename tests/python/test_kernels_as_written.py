@@ -101,6 +101,22 @@ def test_a_config_pre_hook_is_named_as_work_the_caller_must_do(tmp_path):
     assert "the caller must do its work" in note
 
 
+def test_a_misspelt_helper_is_a_spec_error_at_the_line_that_uses_it(tmp_path):
+    (tmp_path / "act_helpers.py").write_text(HEADER + "@triton.jit\ndef gelu_tanh(x):\n    return x\n")
+    source = """
+    import act_helpers as ah
+
+    @triton.jit
+    def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offsets, mask=offsets < n)
+        tl.store(out_ptr + offsets, ah.gelu_tanhh(x), mask=offsets < n)
+    """
+    assert error(tmp_path, source, spec(args="BLOCK = { constexpr = 128 }")) == (
+        "spec.toml: kernel[0].name: expected a function whose globals and attributes all resolve, got k.py:11: "
+        "AttributeError: module 'act_helpers' has no attribute 'gelu_tanhh' (did you mean gelu_tanh?)")
+
+
 def test_spec_extends_and_narrows_the_decorators_configs(tmp_path):
     extra = '''where = ["BLOCK != 256"]
 configs = [{ BLOCK = 1024, num_warps = 16 }]
