@@ -172,7 +172,7 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
         else _targets(node.key("targets"))
     typevars = _typevars(node.key("types"))
     entries = _config_entries(node, decorated, jit_function)
-    heuristic_nodes = _heuristic_texts(node, decorated)
+    heuristic_nodes, heuristic_notes = _heuristic_texts(node, decorated)
     args = _args(node.key("args"), jit_function, typevars, entries, heuristic_nodes)
     args += _launch_args(node.key("launch_args"), args)
     _check_tensordesc_blocks(node.key("args"), args)
@@ -193,7 +193,7 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
                       options=options, config=fields, key=node.path, targets=tuple(targets),
                       configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
-                      tuning=tuning, notes=_notes(decorated))
+                      tuning=tuning, notes=_notes(decorated) + tuple(heuristic_notes))
 
 
 def _cache_key(function_node, jit_function, source):
@@ -815,13 +815,16 @@ def _entry_values(entries, name):
 # ---- heuristics and the tuning key ----
 
 def _heuristic_texts(node, decorated):
-    """field -> (node, text) in evaluation order: the spec's [kernel.heuristics] replace the
-    decorator's rule for the same field; decorator rules are translated from their source."""
+    """(field -> (node, text) in evaluation order, notes): the spec's [kernel.heuristics] replace the
+    decorator's rule for the same field; decorator rules are translated from their source. One that
+    cannot be (it reads a dtype, say) is an error, unless the spec describes its field under
+    [kernel.args]: then it is left out, with a note, and the field is chosen as any config field is."""
     spec_rules = node.key("heuristics")
     if spec_rules.present() and not isinstance(spec_rules.value, dict):
         raise spec_rules.error('a table of rules such as BLOCK_SIZE = "next_power_of_2(n_cols)"')
     given = dict(spec_rules.value or {})
-    texts = {}
+    described = node.key("args").value if isinstance(node.key("args").value, dict) else {}
+    texts, notes = {}, []
     for heuristic in decorated.heuristics:
         if heuristic.field in given:
             continue
@@ -829,20 +832,27 @@ def _heuristic_texts(node, decorated):
         try:
             text = decorators.heuristic_expression(heuristic)
         except decorators.RuleProblem as problem:
+            location = decorators.source_location(heuristic.function)
+            if heuristic.field in described:
+                notes.append(f"@triton.heuristics {heuristic.field} ({location}) is not evaluated at launch "
+                             f"({problem}); the spec describes {heuristic.field} under [kernel.args], so it is "
+                             f"chosen as any config field is: the call's config, a tuned table, the default")
+                continue
             raise SpecError(node.file, where, "a @triton.heuristics value that is an expression of the arguments "
                             "and config fields (taot evaluates it at launch, in C++)",
-                            f"{decorators.source_location(heuristic.function)}: {problem}; write it in the spec "
-                            f'instead: [kernel.heuristics] {heuristic.field} = "<expression>" over argument and '
-                            "config field names with next_power_of_2, cdiv, min, max, abs, comparisons and "
-                            "`x if c else y`, or list its values under [kernel.args] and pass it at call time") \
-                from None
+                            f"{location}: {problem}; write it in the spec instead: [kernel.heuristics] "
+                            f'{heuristic.field} = "<expression>" over argument and config field names with '
+                            "next_power_of_2, cdiv, min, max, abs, comparisons and `x if c else y`; or describe "
+                            f"{heuristic.field} under [kernel.args] with the values to compile, chosen then as any "
+                            "config field is (a `where` filter can tie it to the argument types, as in "
+                            f"\"{heuristic.field} == (T == 'fp16')\")") from None
         texts[heuristic.field] = (Node(node.file, where, text), text)
     for name in given:
         item = spec_rules.key(name)
         if not isinstance(item.value, str):
             raise item.error('a rule expression string such as "next_power_of_2(n_cols)"')
         texts[name] = (item, item.value)
-    return texts
+    return texts, notes
 
 
 def _rule_names(args, fields):

@@ -117,6 +117,32 @@ def test_a_misspelt_helper_is_a_spec_error_at_the_line_that_uses_it(tmp_path):
         "AttributeError: module 'act_helpers' has no attribute 'gelu_tanhh' (did you mean gelu_tanh?)")
 
 
+DTYPE_HEURISTIC = '''
+@triton.heuristics({"IS_FP16": lambda args: str(args["x_ptr"].dtype) == "torch.float16"})
+@triton.jit
+def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, IS_FP16: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets, mask=offsets < n)
+    tl.store(out_ptr + offsets, x.to(tl.float32) * (2.0 if IS_FP16 else 1.0), mask=offsets < n)
+'''
+
+
+def test_a_heuristic_on_a_dtype_is_left_to_the_spec_when_it_describes_the_field(tmp_path):
+    typed = spec('[kernel.types]\nT = ["fp16", "bf16"]', "BLOCK = { constexpr = 128 }").replace('x_ptr = "*fp32"',
+                                                                                             'x_ptr = "*T"')
+    message = error(tmp_path, DTYPE_HEURISTIC, typed)
+    assert "kernel[0].function(@triton.heuristics).IS_FP16" in message
+    assert "or describe IS_FP16 under [kernel.args] with the values to compile" in message
+    tied = typed.replace('grid = ["cdiv(n, BLOCK)"]', 'grid = ["cdiv(n, BLOCK)"]\nwhere = ["IS_FP16 == (T == \'fp16\')"]')
+    library = load(tmp_path, DTYPE_HEURISTIC, tied + "IS_FP16 = { constexpr = [true, false] }\n"
+                                                   "[kernel.default]\nIS_FP16 = false\n")
+    assert [(v.config["IS_FP16"], v.id.split("_")[1]) for v in library.variants["kernel"]] == [(True, "fp16"),
+                                                                                              (False, "bf16")]
+    assert not library.kernels[0].heuristics
+    (note,) = [note for note in library.kernels[0].notes if "IS_FP16" in note]
+    assert note.startswith("@triton.heuristics IS_FP16 (k.py:5) is not evaluated at launch")
+
+
 def test_spec_extends_and_narrows_the_decorators_configs(tmp_path):
     extra = '''where = ["BLOCK != 256"]
 configs = [{ BLOCK = 1024, num_warps = 16 }]
