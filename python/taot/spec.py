@@ -189,7 +189,8 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
     where += _rule_filters(node, heuristics, requires, args, fields, typevars)
     tuning_key = _tuning_key(node, decorated, args, fields)
     tuning = _tuning_files(node.key("tuning"), spec_folder)
-    return KernelSpec(name=name, function=function, source=source, cache_key=_cache_key(function_node, jit_function, source),
+    cache_key = _cache_key(function_node, jit_function, source)
+    return KernelSpec(name=name, function=function, source=source, cache_key=cache_key,
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
                       options=options, config=fields, key=node.path, targets=tuple(targets),
                       configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
@@ -836,7 +837,7 @@ def _heuristic_texts(node, decorated):
             if heuristic.field in described:
                 notes.append(f"@triton.heuristics {heuristic.field} ({location}) is not evaluated at launch "
                              f"({problem}); the spec describes {heuristic.field} under [kernel.args], so it is "
-                             f"chosen as any config field is: the call's config, a tuned table, the default")
+                             "chosen as any config field is: the call's config, a tuned table, the default")
                 continue
             raise SpecError(node.file, where, "a @triton.heuristics value that is an expression of the arguments "
                             "and config fields (taot evaluates it at launch, in C++)",

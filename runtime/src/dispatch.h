@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "arg_kinds.h"
+#include "branch_hints.h"
 #include "device.h"
 #include "taot/runtime.h"
 
@@ -262,8 +263,8 @@ inline bool DispatchIndex::memo_key(const taot_arg* args, const DeviceFacts* dev
     slot += static_cast<std::size_t>(ArgKindRules<table::ArgKind::int_scalar>::fact_of(args[term->index])) *
             term->weight;
   // (Off the common path: kept out of the straight run of a launch.)
-  if (__builtin_expect(has_other_terms_, 0) && !other_facts(args, &slot)) return false;
-  if (__builtin_expect(device_aware_, 0)) {
+  if (TAOT_UNLIKELY(has_other_terms_) && !other_facts(args, &slot)) return false;
+  if (TAOT_UNLIKELY(device_aware_)) {
     if (device == nullptr) return false;  // no device to select for: not memoized
     slot += arch_class(device->arch);
   }
@@ -279,7 +280,7 @@ inline bool DispatchIndex::cached(const taot_arg* args, std::size_t arg_count, c
   std::size_t words = 2 + keyed_count_;
   std::size_t slot = 0;
   if (!choice_key(args, device, tuned, num_sms, key, &slot)) return false;
-  if (__builtin_expect(selection.fields() != nullptr, 0) && !add_config_key(selection.fields(), key, &words, &slot))
+  if (TAOT_UNLIKELY(selection.fields() != nullptr) && !add_config_key(selection.fields(), key, &words, &slot))
     return false;
   return cached_choice(key, words, slot, choice);
 }

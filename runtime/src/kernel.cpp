@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "arg_kinds.h"
+#include "branch_hints.h"
 #include "dispatch.h"
 #include "grid.h"
 #include "kernel_state.h"
@@ -20,9 +21,6 @@
 #include "tensordesc.h"
 #include "taot/driver_api.h"
 #include "taot/runtime.h"
-
-// A hint that `condition` is rarely true, for code layout.
-#define TAOT_UNLIKELY(condition) __builtin_expect(static_cast<bool>(condition), 0)
 
 namespace taot {
 namespace detail {
@@ -422,7 +420,7 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   std::array<std::int64_t, 3> grid;
   if (TAOT_UNLIKELY(!plan.grid.evaluate(args, grid))) return launch_any(stream, args, arg_count, selection, nullptr);
   if (TAOT_UNLIKELY(grid[0] == 0)) return Status();  // nothing to launch
-  if (__builtin_expect(current == nullptr, 1) &&
+  if (TAOT_LIKELY(current == nullptr) &&
       TAOT_UNLIKELY(api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr))
     return launch_any(stream, args, arg_count, selection, nullptr);
   const detail::LoadedFunction* function = detail::find_function_by_handle(plan.functions, current);
