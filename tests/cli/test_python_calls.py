@@ -67,11 +67,28 @@ def _wide_kernel(root):
             "variants": variants}
 
 
+# clash: constexpr config fields named as the call's own keywords (and one of their renames).
+CLASH_FIELDS = ["stream", "stream_", "variant", "grid"]
+
+
+def _clash_kernel(root):
+    specialization = [{"arg": "x_ptr", "dtype": "fp32", "align": 0}, {"arg": "n", "type": "i32", "hint": 0}]
+    variants = [_variant(root, f"clash_{value}", specialization, {name: value for name in CLASH_FIELDS},
+                         ["x_ptr", "n"], "n") for value in (1, 2)]
+    return {"name": "clash", "function": "clash", "source": "kernel.py", "source_hash": "0", "targets": ["sm_90"],
+            "grid": ["n", "1", "1"],
+            "args": ([{"name": "x_ptr", "kind": "pointer", "dtypes": ["fp32"]}, {"name": "n", "kind": "int", "types": ["i32"]}] +
+                     [{"name": name, "kind": "constexpr"} for name in CLASH_FIELDS]),
+            "config": [{"name": name, "kind": "int", "values": [1, 2], "default": 1} for name in CLASH_FIELDS],
+            "variants": variants}
+
+
 @pytest.fixture(scope="module")
 def module_dir(tmp_path_factory, taot_bin):
     root = tmp_path_factory.mktemp("calls")
     manifest = {"schema": "taot.manifest", "schema_version": 2, "triton_version": "3.6.0", "library": "calls",
-                "spec": "calls.toml", "targets": ["sm_90"], "kernels": [_scale_kernel(root), _wide_kernel(root)]}
+                "spec": "calls.toml", "targets": ["sm_90"],
+                "kernels": [_scale_kernel(root), _wide_kernel(root), _clash_kernel(root)]}
     return build_module(taot_bin, root, manifest)
 
 
@@ -220,6 +237,38 @@ def test_bind_names_what_was_not_compiled(module_dir):
         "TypeError: calls.scale(): a bound launcher takes stream= and grid=, not BLOCK= (bind() fixed its config)",
         "TypeError: calls.scale(): a bound launcher takes stream= and grid=, not variant= (bind() fixed its config)",
         "TypeError: calls.scale() takes 3 arguments, got 2"], lines
+
+
+def test_fields_named_as_call_keywords_keep_their_names(module_dir):
+    # As in Triton, stream=2 sets a `stream: tl.constexpr`; the call's own keyword moves aside to
+    # stream__ (stream_ is a field too), variant_ and grid_.
+    doc, *lines = check(module_dir, """
+        x = f32[0]
+        print(calls.clash.__doc__.splitlines()[0])
+        print(ids(calls.clash, calls.clash.choose(x, 8, stream=2, stream_=2, variant=2, grid=2)))
+        print(ids(calls.clash, calls.clash.choose(x, 8, variant_=1, stream__=None, grid_=None)))
+        print(error_of(lambda: calls.clash(x, 8, stream=2, stream_=2, variant=2, grid=2, stream__=0, grid_=(0,))))  # grid_ is the grid
+        bound = calls.clash.bind(stream=2, stream_=2, variant=2, grid=2)
+        print(bound.config, ids(calls.clash, bound.choose(x, 8, stream__=None, grid_=None)))
+        print(error_of(lambda: bound(x, 0, stream=1)))
+        print(error_of(lambda: calls.clash.bind(stream__=0)))
+        print(error_of(lambda: calls.clash(x, 8, variant_=0, stream=1)))
+        print(error_of(lambda: calls.clash(x, 8, variant=3)))
+        print(error_of(lambda: calls.clash(x, 8, strem=1)))
+    """)
+    assert doc == ("Launches calls.clash(x_ptr, n, *, stream__=None, variant_=None, grid_=None, **config) on the grid "
+                   "(n, 1, 1); config keywords: stream stream_ variant grid."), doc
+    assert lines == [
+        "('clash_2', 'config')",
+        "('clash_2', 'variant')",
+        "no error",
+        "{'stream': 2, 'stream_': 2, 'variant': 2, 'grid': 2} ('clash_2', 'config')",
+        "TypeError: calls.clash(): a bound launcher takes stream__= and grid_=, not stream= (bind() fixed its config)",
+        "TypeError: calls.clash.bind(): stream__= is given to each call of the bound launcher, not to bind()",
+        "TypeError: calls.clash(): give either variant_= or config keywords, not both",
+        "ValueError: calls::clash: config variant=3 was not compiled; compiled values: 1, 2",
+        "TypeError: calls.clash(): unknown keyword 'strem'; the keywords are: stream__, variant_, grid_, stream, "
+        "stream_, variant, grid"], lines
 
 
 def test_cached_keywords_choose_as_fresh_ones_do(module_dir):

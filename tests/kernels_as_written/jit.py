@@ -50,3 +50,8 @@ def layer_norm_fwd(x, y, w, b, eps=1e-5):
     n_rows, n_cols = x.shape
     block = max(256, triton.next_power_of_2(n_cols))
     kernels.layer_norm_fwd_kernel[(n_rows,)](x, y, w, b, x.stride(0), n_cols, eps, BLOCK_SIZE=block)
+
+
+def affine(x, out, variant):
+    n = x.numel()
+    kernels.affine_kernel[(triton.cdiv(n, 1024),)](x, out, n, variant=variant, BLOCK=1024)

@@ -135,3 +135,17 @@ def layer_norm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n_cols, eps, BLOCK
     b = tl.load(b_ptr + cols, mask=mask)
     y = diff * rstd * w + b
     tl.store(y_ptr + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+# ---- 6. a constexpr named like the module's own call keyword (variant=), written as its author likes ----
+
+@triton.jit
+def affine_kernel(x_ptr, out_ptr, n_elements, variant: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    if variant == 0:
+        y = x * 2.0
+    else:
+        y = x + 1.0
+    tl.store(out_ptr + offsets, y, mask=mask)

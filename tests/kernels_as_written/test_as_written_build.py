@@ -64,7 +64,7 @@ def test_manifest_carries_what_the_decorators_said(built):
     assert ["sm_90"] in matmul_targets and ["sm_80", "sm_90"] in matmul_targets   # num_stages 5 is sm_90 only
     assert {kernel["name"]: kernel["targets"] for kernel in manifest["kernels"]} == {
         "matmul": ["sm_80", "sm_90"], "rms_norm": ["sm_90"], "bias_act": ["sm_80", "sm_90"],
-        "persistent_scale": ["sm_90"], "layer_norm_fwd": ["sm_90"]}
+        "persistent_scale": ["sm_90"], "layer_norm_fwd": ["sm_90"], "affine": ["sm_90"]}
     assert kernels["persistent_scale"]["variants"][0]["grid"][0] == [
         {"op": "num_sms"}, {"op": "arg", "name": "n_elements"}, {"op": "lit", "value": 2048}, {"op": "cdiv"},
         {"op": "min"}]
@@ -102,3 +102,17 @@ def test_what_was_not_compiled_is_named(built):
                             "values: 256, 512, 1024, 2048, 4096, 8192"), block
     assert none_x == ("TypeError: as_written.bias_act: x_ptr: None is accepted only for pointers of one dtype; "
                       "this one takes fp16, bf16, fp32"), none_x
+
+
+def test_a_constexpr_named_variant_keeps_its_keyword(built):
+    doc, chosen, by_index = run(built, """
+        x32 = CudaArray(0x7f0000200000, "<f4", (64 * 64,))
+        print(aw.affine.__doc__.splitlines()[0])
+        print([aw.affine.variants()[i]["config"]["variant"] for i in (aw.affine.choose(x32, x32, 4096, variant=1)[0],
+                                                                      aw.affine.choose(x32, x32, 4096)[0])])
+        print(aw.affine.choose(x32, x32, 4096, variant_=1))
+    """)
+    assert doc.startswith("Launches as_written.affine(x_ptr, out_ptr, n_elements, *, stream=None, variant_=None, "
+                          "grid=None, **config)"), doc
+    assert chosen == "[1, 0]", chosen
+    assert by_index == "(1, 'variant')", by_index

@@ -175,3 +175,18 @@ def test_layer_norm_matches_jit(rows, cols, name):
     block = max(256, triton.next_power_of_2(cols))
     as_written.layer_norm_fwd(x, y_aot, w, b, x.stride(0), cols, 1e-5, rows, BLOCK_SIZE=block)
     same(y_aot, y_jit, f"layer_norm {rows}x{cols} {name}")
+
+
+# ---- a constexpr named variant: variant= sets it, variant_= picks a compiled variant ----
+
+@pytest.mark.parametrize("variant", [0, 1])
+def test_a_field_named_variant_is_set_by_variant_keyword(variant):
+    n = 5000
+    x = torch.randn(n, device="cuda")
+    out_jit, out_aot, out_index = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
+    jit.affine(x, out_jit, variant)
+    as_written.affine(x, out_aot, n, variant=variant)
+    same(out_aot, out_jit, f"affine variant={variant}")
+    index = next(i for i, v in enumerate(as_written.affine.variants()) if v["config"]["variant"] == variant)
+    as_written.affine(x, out_index, n, variant_=index)
+    same(out_index, out_jit, f"affine variant_={index}")

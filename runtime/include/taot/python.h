@@ -862,6 +862,20 @@ inline bool immutable_value(PyObject* value) noexcept {
          PyUnicode_CheckExact(value);
 }
 
+// The keyword a call gives its own option `option` ("stream", "variant", "grid") by: the option's
+// name, or, when a config field has that name (a `stream: tl.constexpr`), the name with
+// underscores appended until no field has it. The field keeps its name, as in Triton, where
+// `stream=` sets the constexpr.
+inline std::string launch_keyword(const table::KernelTable& table, std::string option) {
+  const auto is_field = [&](const std::string& name) {
+    for (std::size_t f = 0; f < table.field_count; ++f)
+      if (name == table.fields[f].name) return true;
+    return false;
+  };
+  while (is_field(option)) option += '_';
+  return option;
+}
+
 // What a module keeps per kernel, for the life of the process: the kernel, the keywords its calls
 // take (interned, so that a call's keywords match by pointer), the keyword cache, and its name and
 // doc for Python.
@@ -870,10 +884,13 @@ struct KernelBinding {
       : kernel(bound_kernel),
         table(bound_kernel.table()),
         name(std::string(table.library) + "." + table.name),
-        doc(std::move(doc_text)) {
-    keywords.emplace_back(nb::steal(interned("stream")), kStreamKeyword);
-    keywords.emplace_back(nb::steal(interned("variant")), kVariantKeyword);
-    keywords.emplace_back(nb::steal(interned("grid")), kGridKeyword);
+        doc(std::move(doc_text)),
+        stream_keyword(launch_keyword(table, "stream")),
+        variant_keyword(launch_keyword(table, "variant")),
+        grid_keyword(launch_keyword(table, "grid")) {
+    keywords.emplace_back(nb::steal(interned(stream_keyword.c_str())), kStreamKeyword);
+    keywords.emplace_back(nb::steal(interned(variant_keyword.c_str())), kVariantKeyword);
+    keywords.emplace_back(nb::steal(interned(grid_keyword.c_str())), kGridKeyword);
     for (std::size_t f = 0; f < table.field_count; ++f)
       keywords.emplace_back(nb::steal(interned(table.fields[f].name)), static_cast<std::int32_t>(f));
   }
@@ -898,6 +915,7 @@ struct KernelBinding {
   const table::KernelTable& table;
   std::string name;  // "vector_add.add_kernel"
   std::string doc;
+  std::string stream_keyword, variant_keyword, grid_keyword;  // see launch_keyword
   std::vector<std::pair<nb::object, std::int32_t>> keywords;  // stream, variant, grid, then the fields
   KeywordCache cache;
 };
@@ -905,7 +923,7 @@ struct KernelBinding {
 // A `variant=` value: an index into the variant list. Messages name the call: the kernel's name
 // and `call` ("()", ".bind()").
 inline std::size_t variant_index_arg(const KernelBinding& binding, nb::handle item, const char* call) {
-  const std::int64_t index = int64_of(item, [&] { return binding.name + call + ": variant="; });
+  const std::int64_t index = int64_of(item, [&] { return binding.name + call + ": " + binding.variant_keyword + "="; });
   if (index < 0 || static_cast<std::uint64_t>(index) >= binding.table.variant_count)
     throw nb::value_error((binding.name + call + ": variant index " + std::to_string(index) +
                            " is out of range (the kernel has " + std::to_string(binding.table.variant_count) +
@@ -979,7 +997,8 @@ inline void read_keywords(KernelBinding& binding, PyObject* const* values, PyObj
 // The selection a kernel call's keywords ask for.
 inline Selection call_selection(const KernelBinding& binding, const CallOptions& options, const FieldRequest* fields) {
   if (options.has_variant && options.has_config)
-    throw nb::type_error((binding.name + "(): give either variant= or config keywords, not both").c_str());
+    throw nb::type_error((binding.name + "(): give either " + binding.variant_keyword +
+                          "= or config keywords, not both").c_str());
   if (options.has_variant) return Selection::variant(options.variant);
   if (options.has_config) return Selection::config(fields);
   return Selection::automatic();
@@ -1132,7 +1151,8 @@ inline void check_bound_config(const BoundLauncher& launcher) {
 inline std::unique_ptr<BoundLauncher> bind_launcher(nb::handle kernel_object, KernelBinding& binding,
                                                     std::size_t nargs, PyObject* const* values, PyObject* kwnames) {
   if (nargs != 0)
-    throw nb::type_error((binding.name + ".bind() takes config keywords or variant=, not positional arguments").c_str());
+    throw nb::type_error((binding.name + ".bind() takes config keywords or " + binding.variant_keyword +
+                          "=, not positional arguments").c_str());
   auto launcher = std::make_unique<BoundLauncher>(kernel_object, binding);
   const std::size_t count = kwnames != nullptr ? static_cast<std::size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
   for (std::size_t k = 0; k < count; ++k) {
@@ -1154,7 +1174,8 @@ inline std::unique_ptr<BoundLauncher> bind_launcher(nb::handle kernel_object, Ke
     launcher->has_config = true;
   }
   if (launcher->has_variant && launcher->has_config)
-    throw nb::type_error((binding.name + ".bind(): give either variant= or config keywords, not both").c_str());
+    throw nb::type_error((binding.name + ".bind(): give either " + binding.variant_keyword +
+                          "= or config keywords, not both").c_str());
   check_bound_config(*launcher);
   return launcher;
 }
@@ -1171,7 +1192,8 @@ inline PyObject* bound_call(BoundLauncher& launcher, PyObject* const* args, std:
     PyObject* keyword = PyTuple_GET_ITEM(kwnames, static_cast<Py_ssize_t>(k));
     const std::int32_t slot = binding.find_slot(keyword);
     if (slot != kStreamKeyword && slot != kGridKeyword)
-      throw nb::type_error((binding.name + "(): a bound launcher takes stream= and grid=, not " +
+      throw nb::type_error((binding.name + "(): a bound launcher takes " + binding.stream_keyword + "= and " +
+                            binding.grid_keyword + "=, not " +
                             nb::str(keyword).c_str() + "= (bind() fixed its config)").c_str());
     read_option(binding, slot, args[nargs + k], options);
   }
@@ -1705,7 +1727,8 @@ inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
   const table::KernelTable& table = kernel.table();
   std::string doc = std::string("Launches ") + table.library + "." + table.name + "(";
   for (std::size_t a = 0; a < table.arg_count; ++a) doc += (a ? ", " : "") + std::string(table.args[a].name);
-  doc += ", *, stream=None, variant=None, grid=None, **config) on " +
+  doc += ", *, " + detail::launch_keyword(table, "stream") + "=None, " + detail::launch_keyword(table, "variant") +
+         "=None, " + detail::launch_keyword(table, "grid") + "=None, **config) on " +
          (table.grid_text[0] == nullptr ? std::string("the grid= given (the kernel has no grid of its own)")
                                         : "the grid (" + std::string(table.grid_text[0]) + ", " + table.grid_text[1] +
                                               ", " + table.grid_text[2] + ")") +
