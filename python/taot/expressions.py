@@ -298,6 +298,22 @@ def run_program(code, values):
     return stack[0]
 
 
+def rule_literal_results(rule):
+    """The numbers a rule can give as written literals: the whole rule if it is one, else the
+    literal branches of its conditionals (`2 if n > 4096 else 0` gives 2 and 0); computed results
+    are not listed."""
+    def results(node):
+        if isinstance(node, ast.IfExp):
+            return results(node.body) + results(node.orelse)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and \
+                not isinstance(node.value, bool):
+            return [node.value]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+            return [-node.operand.value]
+        return []
+    return results(_parse(rule.text).body)
+
+
 def rule_as_filter(field, rule):
     """The filter `field == (rule)` (or the rule itself, for field None) for a rule that reads only
     config fields and pointers' None-ness, known per variant. Pointer tests `x is None` become

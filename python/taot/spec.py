@@ -11,7 +11,7 @@ from . import decorators, kernel_source, variants
 from .checks import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
 from .errors import SpecError
-from .expressions import ExpressionProblem, parse_grid, parse_rule, parse_where, rule_as_filter
+from .expressions import ExpressionProblem, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
 from .model import (ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, STRING,
                     TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues)
 from .spec_file import read_spec_file
@@ -194,7 +194,9 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
                       options=options, config=fields, key=node.path, targets=tuple(targets),
                       configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
-                      tuning=tuning, notes=_notes(decorated) + tuple(heuristic_notes))
+                      tuning=tuning,
+                      notes=_notes(decorated) + tuple(heuristic_notes) +
+                      _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields))
 
 
 def _cache_key(function_node, jit_function, source):
@@ -897,6 +899,26 @@ def _heuristics(heuristic_nodes, args, fields):
                              "{ constexpr = [...] }", "no values")
         rules.append((name, rule))
     return tuple(rules)
+
+
+def _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields):
+    """Notes for heuristics with a literal result no variant has (`ACT = "2 if n > 4096 else 0"`
+    with ACT in [0, 1]): a call the rule gives it to fails at launch, so the build says so."""
+    by_name = {field.name: field for field in fields}
+    notes = []
+    for name, rule in heuristics:
+        field = by_name[name]
+        if field.kind not in ("int", "float"):
+            continue
+        missing = [value for value in rule_literal_results(rule) if value not in field.values]
+        if missing:
+            missing = list(dict.fromkeys(missing))
+            shown = " or ".join(str(value) for value in missing)
+            it = "it" if len(missing) == 1 else "them"
+            notes.append(f"{heuristic_nodes[name][0].path}: {name} = {describe(rule.text)} can give {shown}, which "
+                         f"no variant was compiled with (compiled: {', '.join(map(str, field.values))}), so calls "
+                         f"that get {it} fail at launch: add {it} to {name}'s values or change the rule")
+    return tuple(notes)
 
 
 def _requires(node, args, fields):

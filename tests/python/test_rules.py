@@ -119,3 +119,32 @@ def test_bad_requires_are_named(tmp_path, rule, problem):
     message = str(caught.value)
     assert message.startswith("spec.toml: kernel[0].requires[0]: expected a rule over scalar arguments"), message
     assert problem in message, message
+
+
+def load_with_heuristic(tmp_path, rule):
+    (tmp_path / "k.py").write_text(textwrap.dedent(KERNEL))
+    spec = SPEC.format(requires=json.dumps(["n_cols > 0"])).replace('BLOCK = "max(256, next_power_of_2(n_cols))"', f"BLOCK = {json.dumps(rule)}")
+    (tmp_path / "spec.toml").write_text(spec)
+    return load_spec(tmp_path / "spec.toml", label="spec.toml")
+
+
+@pytest.mark.parametrize("rule, text, shown", [
+    ("8192 if n_cols > 4096 else max(256, next_power_of_2(n_cols))", None, "8192"),
+    ("2048", None, "2048"),
+    ("512 if n_cols > 300 else (4096 if n_cols > 200 else 128)",
+     "512 if n_cols > 300 else 4096 if n_cols > 200 else 128", "512 or 128"),
+])
+def test_a_literal_heuristic_result_never_compiled_is_noted(tmp_path, rule, text, shown):
+    kernel = load_with_heuristic(tmp_path, rule).kernels[0]
+    notes = [note for note in kernel.notes if "no variant was compiled with" in note]
+    it = "them" if " or " in shown else "it"
+    assert notes == [f'kernel[0].heuristics.BLOCK: BLOCK = "{text or rule}" can give {shown}, which no variant was '
+                     f"compiled with (compiled: 256, 1024, 4096), so calls that get {it} fail at launch: add {it} to "
+                     "BLOCK's values or change the rule"], kernel.notes
+
+
+@pytest.mark.parametrize("rule", ["4096 if n_cols > 1024 else 1024", "max(256, next_power_of_2(n_cols))",
+                                  "min(8192, next_power_of_2(n_cols))"])
+def test_compiled_or_computed_heuristic_results_are_not_noted(tmp_path, rule):
+    kernel = load_with_heuristic(tmp_path, rule).kernels[0]
+    assert not [note for note in kernel.notes if "no variant was compiled with" in note], kernel.notes
