@@ -14,7 +14,7 @@ from pathlib import Path
 import triton
 
 from . import artifacts, kernel_source, ptxas_report
-from .dtypes import triton_dtype
+from .dtypes import DTYPES, TORCH_NAMES, triton_dtype
 from .fsutil import canonical_json
 from .model import DTYPE, INT
 
@@ -121,7 +121,7 @@ def run_job(job):
         except Exception as error:  # Triton's errors are the user's to read, not a crash of taot
             failure = error
     if failure is not None:
-        text = error_text(failure, job.source, captured.text)
+        text = error_text(failure, job.source, captured.text) + _dtype_string_hint(failure, job.inputs["constexprs"])
         return Outcome(job.variant_id, job.target, time.perf_counter() - start, text, static_prints.text)
     captured.replay()
     artifacts.write(folder, job.function, compiled.asm, json_safe(compiled.metadata._asdict()), job.inputs,
@@ -234,6 +234,20 @@ _SAFE_PATH_CHARACTERS = "".join(chr(code) for code in range(32, 127) if chr(code
 
 def _ascii_location(file_name, line):
     return urllib.parse.quote(file_name, safe=_SAFE_PATH_CHARACTERS), line
+
+
+def _dtype_string_hint(error, constexprs):
+    """A line for a compile that failed on a str where Triton wanted a type: the constexprs given a
+    dtype's name as a string (`OUT_DTYPE = { constexpr = "fp16" }`), and the spec line meant."""
+    if "'str' object has no attribute" not in str(error):
+        return ""
+    names = {name: name for name in DTYPES} | {torch: name for name, torch in TORCH_NAMES.items()}
+    named = [(arg, value) for arg, value in constexprs.items() if isinstance(value, str) and value in names]
+    if not named:
+        return ""
+    given = ", ".join(f'{arg} = {{ constexpr = "{value}" }}' for arg, value in named)
+    meant = ", ".join(f'{arg} = {{ dtype = "{names[value]}" }}' for arg, value in named)
+    return f"\nhint: the spec gives {given}, so the kernel gets a str, not a Triton dtype; for the dtype write {meant}"
 
 
 def error_text(error, source=None, diagnostics=""):

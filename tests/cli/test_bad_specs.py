@@ -14,6 +14,11 @@ KERNEL_SOURCE = textwrap.dedent('''
         tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
 
     @triton.jit
+    def cast_kernel(x_ptr, out_ptr, n, OUT_DTYPE: tl.constexpr, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n).to(OUT_DTYPE), mask=offsets < n)
+
+    @triton.jit
     def broken_kernel(x_ptr, n, BLOCK: tl.constexpr):
         offsets = tl.arange(0, 3)  # not a power of two: Triton refuses it
         tl.store(x_ptr + offsets, tl.zeros((3,), tl.float32))
@@ -122,6 +127,17 @@ def test_kernel_that_fails_to_compile(tmp_path, run_taot):
     result = run_taot("compile", spec, "-o", tmp_path / "out")
     assert_fails_naming(result, "broken_kernel", "sm_90")
     assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("value", ["bf16", "bfloat16"])
+def test_a_dtype_given_as_a_string_constexpr_gets_a_hint(tmp_path, run_taot, value):
+    spec = write_spec(tmp_path)
+    spec.write_text(spec.read_text().replace('name = "scale_kernel"', 'name = "cast_kernel"').replace(
+        'BLOCK = { constexpr = [128] }', f'BLOCK = {{ constexpr = [128] }}\nOUT_DTYPE = {{ constexpr = "{value}" }}'))
+    result = run_taot("compile", spec, "-o", tmp_path / "out")
+    assert_fails_naming(result, "cast_kernel", "'str' object has no attribute",
+                        f'hint: the spec gives OUT_DTYPE = {{ constexpr = "{value}" }}, so the kernel gets a str, not '
+                        'a Triton dtype; for the dtype write OUT_DTYPE = { dtype = "bf16" }')
 
 
 def test_gen_rejects_other_schema_version(tmp_path, run_taot):
