@@ -274,13 +274,31 @@ def _locate_in_file(error, text, source):
         file_text = Path(source).read_text()
     except OSError:
         return text
-    function_text = getattr(error, "src", None) or ""
-    offset = file_text.find(function_text) if function_text else -1
-    if offset < 0:
+    place = _function_place(file_text, getattr(error, "src", None) or "")
+    if place is None:
         return text
-    file_line = file_text.count("\n", 0, offset) + line
+    first_line, indent = place
     _, _, rest = text.partition("\n")
-    return f"{Path(source).name}:{file_line}:{node.col_offset}:\n{rest}"
+    return f"{Path(source).name}:{first_line + line - 1}:{node.col_offset + indent}:\n{rest}"
+
+
+def _function_place(file_text, function_text):
+    """(line of its `def`, counted from 1; its indent) of `function_text` in the file, or None.
+    Triton keeps a function's text dedented: a kernel defined in a class or a function is found
+    by its lines with the indent put back."""
+    wanted = function_text.splitlines()
+    if not wanted:
+        return None
+    lines = file_text.splitlines()
+    for index, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip(" \t"))
+        if line[indent:] != wanted[0] or index + len(wanted) > len(lines):
+            continue
+        prefix = line[:indent]
+        if all(lines[index + k] == prefix + text if text.strip() else not lines[index + k].strip()
+               for k, text in enumerate(wanted)):
+            return index + 1, indent
+    return None
 
 
 _IR_DUMP_STARTS = ("#", "module", "}", "{-#", "#-}")

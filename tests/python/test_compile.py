@@ -195,6 +195,39 @@ def test_compile_failure_names_variant_and_target(project):
     assert not (project.root / "out/manifest.json").exists()
 
 
+# A kernel defined in a class: Triton keeps its text dedented; the error still names the file's line
+# and column.
+CLASS_KERNEL = '''\
+import triton
+import triton.language as tl
+
+
+class Ops:
+    """Kernels grouped in a class."""
+
+    @staticmethod
+    @triton.jit
+    def broken(x_ptr, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+
+        tl.store(x_ptr + offsets, tl.no_such_function(offsets))
+
+
+broken = Ops.broken
+'''
+
+
+def test_compile_failure_in_a_class_names_the_files_line(project):
+    (project.root / "broken.py").write_text(CLASS_KERNEL)
+    library = project.load(broken_spec())
+    with pytest.raises(CompileError) as caught:
+        build(library, project.root / "out", workers=1)
+    message = str(caught.value)
+    assert message.startswith("error: compiling broken_fp32_B32 for sm_90 failed:\nbroken.py:13:34:"), message
+    line = CLASS_KERNEL.splitlines()[12]
+    assert line[34:].startswith("tl.no_such_function"), line
+
+
 # ---- the command line ----
 
 def run_cli(*arguments, cwd):
