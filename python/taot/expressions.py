@@ -371,6 +371,42 @@ def parse_grid(value, arg_names, value_names):
     return _DeviceFacts(facts).visit(tree)
 
 
+def grid_from_python(text):
+    """The grid entries a grid written as Python launch code means, or None: `lambda META:
+    (triton.cdiv(n, META['BLOCK']),)` and `(triton.cdiv(n, BLOCK), 1)` give ["cdiv(n, BLOCK)"] and
+    ["cdiv(n, BLOCK)", "1"]: the lambda's body, the tuple's items, `triton.` / `tl.` left off the
+    calls and `META['BLOCK']` read as BLOCK. The entries still need checking."""
+    try:
+        tree = _parse(text).body
+    except ExpressionProblem:
+        return None
+    meta_names = set()
+    if isinstance(tree, ast.Lambda):
+        meta_names = {argument.arg for argument in tree.args.args}
+        tree = tree.body
+    parts = list(tree.elts) if isinstance(tree, (ast.Tuple, ast.List)) else [tree]
+
+    class Plain(ast.NodeTransformer):
+        def visit_Attribute(self, node):
+            self.generic_visit(node)
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in ("triton", "tl") and node.attr in GRID_CALLS:
+                return ast.Name(node.attr, ast.Load())
+            return node
+
+        def visit_Subscript(self, node):
+            self.generic_visit(node)
+            key = node.slice
+            if isinstance(node.value, ast.Name) and (node.value.id in meta_names or node.value.id in ("META", "meta")) \
+                    and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return ast.Name(key.value, ast.Load())
+            return node
+
+    return [ast.unparse(Plain().visit(part)) for part in parts]
+
+
 class _DeviceFacts(ast.NodeTransformer):
     """Device-fact names become zero-argument calls, which fold to their own grid op."""
 

@@ -3,6 +3,7 @@ import dataclasses
 import difflib
 import glob
 import inspect
+import json
 import keyword
 import re
 from pathlib import Path
@@ -11,7 +12,7 @@ from . import decorators, kernel_source, variants
 from .checks import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
 from .errors import SpecError
-from .expressions import ExpressionProblem, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
+from .expressions import ExpressionProblem, grid_from_python, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
 from .model import (ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, STRING,
                     TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues)
 from .spec_file import read_spec_file
@@ -1022,13 +1023,34 @@ def _grid(node, args, fields):
         try:
             trees.append(parse_grid(value, int_args, int_fields))
         except ExpressionProblem as problem:
+            meant = _grid_meant(entries, index, int_args, int_fields)
             raise item.error("an expression over ints, int arguments, int constexprs and options, num_sms, with "
-                             "+ - * // %, cdiv, min, max", f"{describe(value)} ({problem})") from None
+                             "+ - * // %, cdiv, min, max", f"{describe(value)} ({problem}){meant}") from None
         texts.append(str(value))
     while len(texts) < 3:
         texts.append("1")
         trees.append(parse_grid(1, (), ()))
     return tuple(texts), tuple(trees)
+
+
+def _grid_meant(entries, index, int_args, int_fields):
+    """'; write it as grid = [...]' when entry `index` is Python launch code (a lambda over META,
+    triton.cdiv, a tuple) whose meaning is a valid grid; else ""."""
+    if not isinstance(entries[index], str):
+        return ""
+    parts = grid_from_python(entries[index])
+    if parts is None or parts == [entries[index]]:
+        return ""
+    parts = [int(part) if part.isdigit() else part for part in parts]
+    meant = list(entries[:index]) + parts + list(entries[index + 1:])
+    if len(meant) > 3:
+        return ""
+    try:
+        for part in meant:
+            parse_grid(part, int_args, int_fields)
+    except ExpressionProblem:
+        return ""
+    return "; write it as grid = [" + ", ".join(json.dumps(part) for part in meant) + "]"
 
 
 def _where(node, args, fields, typevars):

@@ -213,6 +213,29 @@ def test_bad_grid_expression(project, grid, problem):
     assert problem in message
 
 
+@pytest.mark.parametrize("grid, meant", [
+    (["triton.cdiv(n, BLOCK)"], '["cdiv(n, BLOCK)"]'),
+    (["tl.cdiv(n, META['BLOCK'])", 2], '["cdiv(n, BLOCK)", 2]'),
+    (["lambda META: (triton.cdiv(n, META['BLOCK']), 1)"], '["cdiv(n, BLOCK)", 1]'),
+    (["lambda meta: (min(num_sms, triton.cdiv(n, meta[\"BLOCK\"])),)"], '["min(num_sms, cdiv(n, BLOCK))"]'),
+    (["(triton.cdiv(n, BLOCK), n)"], '["cdiv(n, BLOCK)", "n"]'),
+])
+def test_a_grid_written_as_python_launch_code_gets_its_spec_form(project, grid, meant):
+    spec = base_spec()
+    kernel(spec)["grid"] = grid
+    message = spec_error(project, spec)
+    assert message.startswith("spec.toml: kernel[0].grid[0]: expected an expression over ints"), message
+    assert message.endswith(f"; write it as grid = {meant}"), message
+
+
+@pytest.mark.parametrize("grid", [["lambda META: (triton.cdiv(m, META['BLOCK']),)"], ["triton.cdiv(n, BLOCK)", 1, 1, 1],
+                                  ["triton.next_power_of_2(n)"]])
+def test_no_spec_form_is_offered_when_it_would_not_be_valid(project, grid):
+    spec = base_spec()
+    kernel(spec)["grid"] = grid
+    assert "write it as" not in spec_error(project, spec)
+
+
 def test_grid_with_too_many_entries(project):
     spec = base_spec()
     kernel(spec)["grid"] = [1, 1, 1, 1]
