@@ -197,7 +197,8 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
                       configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
                       tuning=tuning,
                       notes=_notes(decorated) + tuple(heuristic_notes) +
-                      _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields))
+                      _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields) +
+                      _unspecialized_params_specialized(node.key("args"), jit_function, args))
 
 
 def _cache_key(function_node, jit_function, source):
@@ -367,6 +368,33 @@ def _arg(node, index, param, typevars):
         typevar, choices = _dtype_choices(node.key("dtype"), typevars)
         return ArgSpec(param.name, index, DTYPE, choices, typevar=typevar)
     return _typed_arg(node, index, param, typevars)
+
+
+def _unspecialized_params_specialized(node, jit_function, args):
+    """Notes for a spec that specializes what @triton.jit(do_not_specialize=...,
+    do_not_specialize_on_alignment=...) keeps the JIT from specializing: an int's hint 1 or 16, a
+    pointer's align 16. taot compiles what the spec asks; the note says the JIT would not."""
+    by_name = {arg.name: arg for arg in args}
+    notes = []
+    for param in jit_function.params:
+        arg = by_name.get(param.name)
+        if arg is None:
+            continue
+        if param.do_not_specialize and arg.kind == INT:
+            given = [hint for hint in arg.hints if hint != HINT_NONE]
+            what, keyword = "hint", "do_not_specialize"
+        elif (param.do_not_specialize or param.do_not_specialize_on_alignment) and arg.kind == POINTER:
+            given = [align for align in arg.aligns if align == 16]
+            what = "align"
+            keyword = "do_not_specialize" if param.do_not_specialize else "do_not_specialize_on_alignment"
+        else:
+            continue
+        if given:
+            notes.append(f"{node.key(param.name).key(what).path}: {param.name} is in @triton.jit({keyword}=...), so "
+                         f"Triton's JIT never specializes it; {what} = {given[0] if len(given) == 1 else list(given)} "
+                         f"compiles variants that do (chosen by value at launch); leave {what} out to compile as the "
+                         "JIT does")
+    return tuple(notes)
 
 
 def _no_extra_keys(node, keys, what):

@@ -101,6 +101,28 @@ def test_a_config_pre_hook_is_named_as_work_the_caller_must_do(tmp_path):
     assert "the caller must do its work" in note
 
 
+UNSPECIALIZED = '''
+@triton.jit(do_not_specialize=["n"], do_not_specialize_on_alignment=["x_ptr"])
+def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+'''
+
+
+def test_specializing_what_do_not_specialize_names_is_noted(tmp_path):
+    text = spec(args="BLOCK = { constexpr = 128 }").replace('x_ptr = "*fp32"', 'x_ptr = { type = "*fp32", align = 16 }')
+    text = text.replace('n = "i32"', 'n = { type = "i32", hint = [16, "none"] }')
+    notes = [note for note in load(tmp_path, UNSPECIALIZED, text).kernels[0].notes if "never specializes" in note]
+    assert notes == [
+        "kernel[0].args.x_ptr.align: x_ptr is in @triton.jit(do_not_specialize_on_alignment=...), so Triton's JIT "
+        "never specializes it; align = 16 compiles variants that do (chosen by value at launch); leave align out to "
+        "compile as the JIT does",
+        "kernel[0].args.n.hint: n is in @triton.jit(do_not_specialize=...), so Triton's JIT never specializes it; "
+        "hint = 16 compiles variants that do (chosen by value at launch); leave hint out to compile as the JIT does"]
+    plain = load(tmp_path, UNSPECIALIZED, spec(args="BLOCK = { constexpr = 128 }")).kernels[0]
+    assert not [note for note in plain.notes if "never specializes" in note], plain.notes
+
+
 def test_a_misspelt_helper_is_a_spec_error_at_the_line_that_uses_it(tmp_path):
     (tmp_path / "act_helpers.py").write_text(HEADER + "@triton.jit\ndef gelu_tanh(x):\n    return x\n")
     source = """
@@ -492,4 +514,4 @@ def test_where_reads_the_target(tmp_path):
 def test_as_written_corpus_loads_unchanged():
     library = load_spec(REPO / "tests/kernels_as_written/kernels.toml")
     assert {kernel.name: len(library.variants[kernel.name]) for kernel in library.kernels} == {
-        "matmul": 20, "rms_norm": 48, "bias_act": 36, "persistent_scale": 2, "layer_norm_fwd": 20}
+        "matmul": 20, "rms_norm": 48, "bias_act": 36, "persistent_scale": 2, "layer_norm_fwd": 20, "affine": 2}
