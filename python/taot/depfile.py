@@ -6,6 +6,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from . import pyfile
+
 # The file a build with --depfile touches on success, in the output folder: the depfile's target.
 STAMP_NAME = "taot-build.stamp"
 
@@ -26,7 +28,7 @@ def imported_sources():
     spec when it is Python, and the modules of the user's they import."""
     roots = _installed_roots()
     found = set()
-    for module in list(sys.modules.values()):
+    for module in list(sys.modules.values()) + pyfile.neighbour_modules():
         path = getattr(module, "__file__", None)
         if not path or not path.endswith(".py"):
             continue

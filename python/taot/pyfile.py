@@ -8,13 +8,21 @@ class PythonFileError(Exception):
     """The file raised while importing; str() is a one-line summary with the line in that file."""
 
 
+# folder -> {module name: module} of the modules imported from that folder by the files run from
+# it: two folders may each have a `common.py`, and each file must get its own folder's.
+_neighbours = {}
+
+
 def import_file(path, module_name):
     """Execute the file at `path` as module `module_name` (registered in sys.modules) with the
-    file's folder first on sys.path while it runs, so it can import its neighbours."""
+    file's folder first on sys.path while it runs, so it can import its neighbours: modules of that
+    folder, never a same-named one another folder's file imported before."""
     path = Path(path).resolve()
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     folder = str(path.parent)
+    _use_neighbours_of(folder)
+    before = set(sys.modules)
     sys.path.insert(0, folder)
     sys.modules[module_name] = module
     try:
@@ -25,7 +33,35 @@ def import_file(path, module_name):
     finally:
         if folder in sys.path:
             sys.path.remove(folder)
+        _record_neighbours(folder, set(sys.modules) - before - {module_name})
     return module
+
+
+def neighbour_modules():
+    """Every module a file run by import_file imported from its own folder, including those
+    another folder's same-named module has since replaced in sys.modules."""
+    return [module for modules in _neighbours.values() for module in modules.values()]
+
+
+def _use_neighbours_of(folder):
+    """sys.modules holds `folder`'s own neighbours, and no other folder's under the same names."""
+    for other, modules in _neighbours.items():
+        if other == folder:
+            continue
+        for name, neighbour in modules.items():
+            if sys.modules.get(name) is neighbour:
+                del sys.modules[name]
+    sys.modules.update(_neighbours.get(folder, {}))
+
+
+def _record_neighbours(folder, names):
+    inside = Path(folder)
+    kept = _neighbours.setdefault(folder, {})
+    for name in names:
+        neighbour = sys.modules.get(name)
+        file = getattr(neighbour, "__file__", None)
+        if file is not None and Path(file).resolve().is_relative_to(inside):
+            kept[name] = neighbour
 
 
 def exception_summary(error, path):

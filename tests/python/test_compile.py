@@ -294,3 +294,69 @@ def test_native_diagnostics_are_kept_without_ir_dumps():
         "Unsupported conversion from f8E4M3FN to f64",
         "k.py:6:0: error: Failures have been detected while processing an MLIR pass pipeline",
     ]
+
+
+# Two kernel folders, each with its own `common.py`: each kernel is compiled with its own folder's
+# helper, in one worker and in several, and the depfile names both helpers.
+NEIGHBOUR_KERNEL = '''\
+import triton
+import triton.language as tl
+from common import op
+
+
+@triton.jit
+def apply_op(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, op(tl.load(x_ptr + offsets, mask=mask)), mask=mask)
+'''
+NEIGHBOUR_SPEC = '''\
+[library]
+name = "neighbours"
+targets = ["sm_90"]
+''' + "".join(f'''
+[[kernel]]
+name = "{name}"
+source = "{folder}/kern.py"
+function = "apply_op"
+grid = ["cdiv(n, BLOCK)"]
+[kernel.args]
+x_ptr = "*fp32"
+out_ptr = "*fp32"
+n = "i32"
+BLOCK = {{ constexpr = 256 }}
+''' for name, folder in (("plus_one", "a"), ("times_two", "b")))
+
+
+def write_neighbour_folders(root):
+    for folder, body in (("a", "x + 1.0"), ("b", "x * 2.0")):
+        (root / folder).mkdir()
+        (root / folder / "kern.py").write_text(NEIGHBOUR_KERNEL)
+        (root / folder / "common.py").write_text(f"import triton\n\n\n@triton.jit\ndef op(x):\n    return {body}\n")
+    (root / "spec.toml").write_text(NEIGHBOUR_SPEC)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_same_named_neighbour_modules_of_two_folders_stay_apart(tmp_path, workers):
+    write_neighbour_folders(tmp_path)
+    environment = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    result = subprocess.run([sys.executable, "-m", "taot", "compile", "spec.toml", "-o", "out", "-j", workers, "--ir",
+                             "plain"], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "out/manifest.json").read_text())
+    for kernel, wanted, unwanted in (("plus_one", "arith.addf", "arith.mulf"), ("times_two", "arith.mulf", "arith.addf")):
+        (variant,) = next(k for k in manifest["kernels"] if k["name"] == kernel)["variants"]
+        ttir = read_stage(tmp_path / "out" / variant["images"][0]["artifacts"]["ttir"])
+        assert wanted in ttir and unwanted not in ttir, (kernel, ttir)
+
+
+def test_the_depfile_names_each_folders_neighbour(tmp_path):
+    from taot import depfile
+    from taot.kernel_source import import_source
+    write_neighbour_folders(tmp_path)
+    plus_one, times_two = (import_source(tmp_path / folder / "kern.py") for folder in ("a", "b"))
+    assert plus_one.op is not times_two.op
+    (tmp_path / "a" / "kern2.py").write_text(NEIGHBOUR_KERNEL)  # folder a again, after b
+    assert import_source(tmp_path / "a" / "kern2.py").op is plus_one.op
+    sources = depfile.imported_sources()
+    assert {tmp_path / "a" / "common.py", tmp_path / "b" / "common.py"} <= sources
