@@ -397,6 +397,29 @@ def _unspecialized_params_specialized(node, jit_function, args):
     return tuple(notes)
 
 
+# A scalar parameter's annotation in the function (`stride: tl.int64`), as Triton's binder names it,
+# and the spec type that passes it so.
+_ANNOTATED_SCALARS = {"i32": "i32", "i64": "i64", "fp32": "fp32", "fp64": "fp64", "u1": "i1"}
+_ANNOTATION_NAMES = {"i32": "tl.int32", "i64": "tl.int64", "fp32": "tl.float32", "fp64": "tl.float64", "u1": "bool"}
+
+
+def _check_annotation(type_node, param, kind, choices):
+    """A scalar the function annotates (`stride: tl.int64`) is passed as Triton's JIT passes it:
+    the spec's type must be that one (an i32 stride would make `row * stride` overflow where the
+    JIT's does not)."""
+    annotated = getattr(param, "annotation_type", "") or ""
+    if kind == POINTER or not annotated or annotated.startswith("*"):
+        return
+    wanted = _ANNOTATED_SCALARS.get(annotated)
+    if wanted is None:
+        raise type_node.error(f"a parameter taot can pass as the function annotates it; {param.name} is annotated "
+                              f"{annotated}, which is not one of {', '.join(_ANNOTATED_SCALARS)}",
+                              describe(type_node.value))
+    if set(choices) != {wanted}:
+        raise type_node.error(f'"{wanted}" ({param.name} is annotated {_ANNOTATION_NAMES[annotated]} in the function, '
+                              f"and Triton's JIT passes it as {wanted})", describe(type_node.value))
+
+
 def _no_extra_keys(node, keys, what):
     for key in keys:
         if node.key(key).present():
@@ -443,6 +466,7 @@ def _typed_arg(node, index, param, typevars):
     if isinstance(type_node.value, str) and type_node.value.lstrip().startswith("tensordesc"):
         return _tensordesc_arg(node, index, param, typevars)
     kind, typevar, choices = _parse_type(type_node, typevars)
+    _check_annotation(type_node, param, kind, choices)
     if kind != POINTER:
         _no_extra_keys(node, ("align",), f"{kind} arguments (align is for pointers)")
         _no_extra_keys(node, ("output",), f"{kind} arguments (output is for pointers)")

@@ -123,6 +123,38 @@ def test_specializing_what_do_not_specialize_names_is_noted(tmp_path):
     assert not [note for note in plain.notes if "never specializes" in note], plain.notes
 
 
+ANNOTATED = '''
+@triton.jit
+def kernel(x_ptr, out_ptr, n: tl.int64, scale: tl.float32, flip: bool, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets, mask=offsets < n) * scale
+    tl.store(out_ptr + offsets, -x if flip else x, mask=offsets < n)
+'''
+
+
+def annotated_spec(n="i64", scale="fp32", flip="bool"):
+    return spec(args=f'scale = "{scale}"\nflip = "{flip}"\nBLOCK = {{ constexpr = 128 }}').replace(
+        'n = "i32"', f"n = {{ type = {json.dumps(n)} }}")
+
+
+def test_annotated_scalars_are_passed_as_annotated(tmp_path):
+    library = load(tmp_path, ANNOTATED, annotated_spec())
+    (variant,) = library.variants["kernel"]
+    inputs = variant_inputs(library.kernels[0], variant)
+    assert (inputs["signature"]["n"], inputs["signature"]["scale"], inputs["signature"]["flip"]) == ("i64", "fp32", "i1")
+
+
+@pytest.mark.parametrize("changed, message", [
+    (dict(n="i32"), 'kernel[0].args.n.type: expected "i64" (n is annotated tl.int64 in the function, and Triton\'s '
+                    'JIT passes it as i64), got "i32"'),
+    (dict(n=["i32", "i64"]), 'kernel[0].args.n.type: expected "i64" (n is annotated tl.int64'),
+    (dict(scale="fp64"), 'kernel[0].args.scale.type: expected "fp32" (scale is annotated tl.float32'),
+    (dict(flip="i32"), 'kernel[0].args.flip.type: expected "i1" (flip is annotated bool'),
+])
+def test_a_spec_type_against_the_annotation_is_an_error(tmp_path, changed, message):
+    assert message in error(tmp_path, ANNOTATED, annotated_spec(**changed))
+
+
 def test_a_misspelt_helper_is_a_spec_error_at_the_line_that_uses_it(tmp_path):
     (tmp_path / "act_helpers.py").write_text(HEADER + "@triton.jit\ndef gelu_tanh(x):\n    return x\n")
     source = """
