@@ -178,7 +178,7 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
     args += _launch_args(node.key("launch_args"), args)
     _check_tensordesc_blocks(node.key("args"), args)
     _check_typevars_used(node.key("types"), typevars, args)
-    options = _options(node.key("options"), args, typevars, targets)
+    options = _options(node.key("options"), args, typevars, targets, targets_overridden)
     defaults = {param.name: getattr(param.default, "value", param.default) for param in jit_function.params
                 if param.default is not inspect.Parameter.empty}
     entries = _complete_entries(entries, args, options, defaults)
@@ -738,9 +738,10 @@ def _launch_args(node, args):
 
 # ---- options, config fields, default ----
 
-def _options(node, args, typevars, targets):
+def _options(node, args, typevars, targets, targets_overridden=False):
     """Options varied on their own: name -> OptionValues. A value may be a table per target:
-    num_stages = { sm_80 = 2, sm_90 = [3, 4] }."""
+    num_stages = { sm_80 = 2, sm_90 = [3, 4] }; with the targets overridden (--target), entries for
+    targets not built are left out."""
     if not node.present():
         return {}
     if not isinstance(node.value, dict):
@@ -759,19 +760,21 @@ def _options(node, args, typevars, targets):
                               "parameter named like an option takes the option's values when kernel.args does "
                               "not describe it)", f'"{name}"')
         if isinstance(entry.value, dict):
-            options[name] = _per_target_option(entry, name, targets)
+            options[name] = _per_target_option(entry, name, targets, targets_overridden)
         else:
             options[name] = OptionValues(tuple(_option_value(item, name) for item in entry.value_list(f"{name} values")))
     return options
 
 
-def _per_target_option(node, name, targets):
+def _per_target_option(node, name, targets, targets_overridden):
     names = [target.name for target in targets]
     per_target = {}
     for key in node.value:
         target = parse_target(key)
         match = [target_name for target_name in names if target is not None and
                  parse_target(target_name).capability == target.capability]
+        if not match and target is not None and targets_overridden:
+            continue  # a target of the spec that this build leaves out
         if not match:
             raise node.key(key).error(f"a target of this kernel: {', '.join(names)}", f'"{key}"')
         per_target[match[0]] = tuple(_option_value(item, name) for item in node.key(key).value_list(f"{name} values"))

@@ -5,6 +5,7 @@ import pytest
 
 from conftest import REPO, base_spec
 from taot.expressions import fold_grid, parse_grid
+from taot.errors import SpecError
 from taot.spec import load_spec
 
 
@@ -182,3 +183,17 @@ def test_target_override_replaces_spec_targets(project):
     project.write_spec(base_spec())
     library = load_spec(project.root / "spec.toml", target_override=["sm_80", "sm_120"])
     assert [(target.name, target.capability) for target in library.targets] == [("sm_80", 80), ("sm_120", 120)]
+
+
+def test_target_override_leaves_out_per_target_options_of_targets_not_built(project):
+    spec = base_spec()
+    spec["library"]["targets"] = ["sm_80", "sm_90"]
+    spec["kernel"][0]["options"] = {"num_warps": [4], "num_stages": {"sm_80": 2, "sm_90": [3, 4]}}
+    project.write_spec(spec)
+    library = load_spec(project.root / "spec.toml", target_override=["sm_90"])
+    assert {variant.config["num_stages"] for variant in library.variants["scale_kernel"]} == {3, 4}
+    spec["kernel"][0]["options"]["num_stages"] = {"sm_08": 2, "sm_90": 3}  # a typo is still an error
+    project.write_spec(spec)
+    with pytest.raises(SpecError) as caught:
+        load_spec(project.root / "spec.toml", target_override=["sm_90"])
+    assert "options.num_stages.sm_08: expected a target of this kernel: sm_90" in str(caught.value)
