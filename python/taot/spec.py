@@ -179,6 +179,8 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
     _check_tensordesc_blocks(node.key("args"), args)
     _check_typevars_used(node.key("types"), typevars, args)
     options = _options(node.key("options"), args, typevars, targets, targets_overridden)
+    if getattr(jit_function, "debug", False) and "debug" not in options:  # @triton.jit(debug=True)
+        options["debug"] = OptionValues((True,))
     defaults = {param.name: getattr(param.default, "value", param.default) for param in jit_function.params
                 if param.default is not inspect.Parameter.empty}
     entries = _complete_entries(entries, args, options, defaults)

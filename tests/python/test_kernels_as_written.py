@@ -155,6 +155,22 @@ def test_a_spec_type_against_the_annotation_is_an_error(tmp_path, changed, messa
     assert message in error(tmp_path, ANNOTATED, annotated_spec(**changed))
 
 
+DEBUG_JIT = '''
+@triton.jit(debug=True)
+def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.device_assert(n > 0, "n must be positive")
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+'''
+
+
+@pytest.mark.parametrize("options, debug", [("", True), ("[kernel.options]\ndebug = false", False)])
+def test_jit_debug_is_the_kernels_default_debug_option(tmp_path, options, debug):
+    library = load(tmp_path, DEBUG_JIT, spec(args="BLOCK = { constexpr = 128 }\n" + options))
+    (variant,) = library.variants["kernel"]
+    assert variant_inputs(library.kernels[0], variant)["options"].get("debug", False) is debug
+
+
 def test_a_misspelt_helper_is_a_spec_error_at_the_line_that_uses_it(tmp_path):
     (tmp_path / "act_helpers.py").write_text(HEADER + "@triton.jit\ndef gelu_tanh(x):\n    return x\n")
     source = """
