@@ -256,30 +256,51 @@ def error_text(error, source=None, diagnostics=""):
     text = str(error).strip() or type(error).__name__
     name = type(error).__name__
     if name == "CompilationError":
-        text = _locate_in_file(error, text, source)
+        text = "\n".join(_locate_in_files(link, str(link).strip(), source) for link in _compilation_chain(error))
     elif not text.startswith(name):
         text = f"{name}: {text}"
-    lines = text.splitlines() + diagnostic_lines(diagnostics)
+    lines = text.splitlines()
+    if len(lines) > ERROR_LINES:  # a long chain of helpers: the message is at its end
+        kept_end = 5
+        head = ERROR_LINES - kept_end - 1
+        lines = lines[:head] + [f"... ({len(lines) - head - kept_end} lines left out)"] + lines[-kept_end:]
+    lines += diagnostic_lines(diagnostics)
     if len(lines) > ERROR_LINES:
         lines = lines[:ERROR_LINES] + [f"... ({len(lines) - ERROR_LINES} more lines)"]
     return "\n".join(lines)
 
 
-def _locate_in_file(error, text, source):
+def _compilation_chain(error):
+    """The CompilationErrors from the kernel's down: an error in a @triton.jit helper is a
+    CompilationError (at the call) caused by the helper's own (at the line that failed, with the
+    message)."""
+    chain = []
+    while type(error).__name__ == "CompilationError" and error not in chain:
+        chain.append(error)
+        error = error.__cause__
+    return chain
+
+
+def _locate_in_files(error, text, source):
+    """`text` with its "at LINE:COL:" made "file.py:LINE:COL:": the function is looked for in the
+    kernel's file, then in the user's other imported files (a helper's module)."""
     node = getattr(error, "node", None)
     line = getattr(node, "lineno", None)
     if source is None or line is None or not text.startswith(f"at {line}:"):
         return text
-    try:
-        file_text = Path(source).read_text()
-    except OSError:
-        return text
-    place = _function_place(file_text, getattr(error, "src", None) or "")
-    if place is None:
-        return text
-    first_line, indent = place
-    _, _, rest = text.partition("\n")
-    return f"{Path(source).name}:{first_line + line - 1}:{node.col_offset + indent}:\n{rest}"
+    from .depfile import imported_sources  # the user's files, not installed software
+    candidates = [Path(source)] + sorted(path for path in imported_sources() if path != Path(source).resolve())
+    for candidate in candidates:
+        try:
+            file_text = candidate.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        place = _function_place(file_text, getattr(error, "src", None) or "")
+        if place is not None:
+            first_line, indent = place
+            _, _, rest = text.partition("\n")
+            return f"{candidate.name}:{first_line + line - 1}:{node.col_offset + indent}:\n{rest}"
+    return text
 
 
 def _function_place(file_text, function_text):

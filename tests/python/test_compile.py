@@ -360,3 +360,47 @@ def test_the_depfile_names_each_folders_neighbour(tmp_path):
     assert import_source(tmp_path / "a" / "kern2.py").op is plus_one.op
     sources = depfile.imported_sources()
     assert {tmp_path / "a" / "common.py", tmp_path / "b" / "common.py"} <= sources
+
+
+# A compile error inside @triton.jit helpers of another file: every call on the way is named at its
+# file's line, and Triton's message (held by the innermost error) is kept, even past the line limit.
+HELPERS = '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bad_helper(x, BLOCK: tl.constexpr):
+    y = tl.reshape(x, (BLOCK // 3, 3))
+    return tl.sum(y, axis=1)
+
+
+@triton.jit
+def middle(x, BLOCK: tl.constexpr):
+    x = x + 1
+    return bad_helper(x, BLOCK)
+'''
+USES_HELPERS = '''\
+import triton
+import triton.language as tl
+from helpers import middle
+
+
+@triton.jit
+def broken(x_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets)
+    tl.store(x_ptr + offsets, middle(x, BLOCK))
+'''
+
+
+def test_a_compile_error_in_a_helper_names_each_call_and_keeps_the_message(project):
+    (project.root / "broken.py").write_text(USES_HELPERS)
+    (project.root / "helpers.py").write_text(HELPERS)
+    library = project.load(broken_spec())
+    with pytest.raises(CompileError) as caught:
+        build(library, project.root / "out", workers=1)
+    lines = str(caught.value).splitlines()
+    located = [line for line in lines if re.fullmatch(r"\w+\.py:\d+:\d+:", line)]
+    assert located == ["broken.py:10:30:", "helpers.py:14:11:", "helpers.py:7:8:"], lines
+    assert lines[-1] == "Shape element 0 must be a power of 2", lines
