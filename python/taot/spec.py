@@ -183,6 +183,7 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
         options["debug"] = OptionValues((True,))
     defaults = {param.name: getattr(param.default, "value", param.default) for param in jit_function.params
                 if param.default is not inspect.Parameter.empty}
+    replaced_notes = _replaced_entry_values(entries, args, options)
     entries = _complete_entries(entries, args, options, defaults)
     fields = _config_fields(node.key("default"), args, options, entries, heuristic_nodes, targets, defaults)
     heuristics = _heuristics(heuristic_nodes, args, fields)
@@ -200,7 +201,7 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
                       tuning=tuning,
                       notes=_notes(decorated) + tuple(heuristic_notes) +
                       _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields) +
-                      _unspecialized_params_specialized(node.key("args"), jit_function, args))
+                      _unspecialized_params_specialized(node.key("args"), jit_function, args) + replaced_notes)
 
 
 def _cache_key(function_node, jit_function, source):
@@ -697,6 +698,33 @@ def _complete_entries(entries, args, options, defaults):
         if not any(_same_values(entry, earlier) for earlier in unique):
             unique.append(entry)
     return unique
+
+
+def _replaced_entry_values(entries, args, options):
+    """Notes for config-list values (@triton.autotune's configs, the spec's `configs`) that the
+    spec's own values of the field replace, so that they are not compiled."""
+    by_name = {arg.name: arg for arg in args}
+    names = []
+    for _, entry in entries:
+        names += [name for name in entry if name not in names]
+    notes = []
+    for name in names:
+        if _set_by_entries(name, by_name, options):
+            continue
+        if name in by_name and by_name[name].kind in (CONSTEXPR, DTYPE):
+            own, where = by_name[name].choices, "[kernel.args]"
+        elif name in options:
+            own, where = options[name].values, "[kernel.options]"
+        else:
+            continue
+        shown_own = [str(value) for value in own]
+        listed = list(dict.fromkeys(str(entry[name]) for _, entry in entries if name in entry))
+        dropped = [value for value in listed if value not in shown_own]
+        if dropped:
+            notes.append(f"{where} {name} = {', '.join(shown_own)} replaces the config list's {name} values "
+                         f"({', '.join(listed)}): {', '.join(dropped)} {'is' if len(dropped) == 1 else 'are'} not "
+                         "compiled")
+    return tuple(notes)
 
 
 def _set_by_entries(name, by_name, options):

@@ -171,6 +171,16 @@ def test_jit_debug_is_the_kernels_default_debug_option(tmp_path, options, debug)
     assert variant_inputs(library.kernels[0], variant)["options"].get("debug", False) is debug
 
 
+def test_own_values_that_replace_the_config_lists_are_noted(tmp_path):
+    library = load(tmp_path, AUTOTUNED, spec(args="BLOCK = { constexpr = [256, 1024] }"))
+    assert {variant.config["BLOCK"] for variant in library.variants["kernel"]} == {256, 1024}
+    notes = [note for note in library.kernels[0].notes if "replaces the config list" in note]
+    assert notes == ["[kernel.args] BLOCK = 256, 1024 replaces the config list's BLOCK values (128, 256, 512): "
+                     "128, 512 are not compiled"], library.kernels[0].notes
+    kept = load(tmp_path, AUTOTUNED, spec(args="BLOCK = { constexpr = [128, 256, 512, 1024] }"))
+    assert not [note for note in kept.kernels[0].notes if "replaces the config list" in note]
+
+
 def test_a_misspelt_helper_is_a_spec_error_at_the_line_that_uses_it(tmp_path):
     (tmp_path / "act_helpers.py").write_text(HEADER + "@triton.jit\ndef gelu_tanh(x):\n    return x\n")
     source = """
