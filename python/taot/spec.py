@@ -907,12 +907,15 @@ def _heuristic_texts(node, decorated):
     """(field -> (node, text) in evaluation order, notes): the spec's [kernel.heuristics] replace the
     decorator's rule for the same field; decorator rules are translated from their source. One that
     cannot be (it reads a dtype, say) is an error, unless the spec describes its field under
-    [kernel.args]: then it is left out, with a note, and the field is chosen as any config field is."""
+    [kernel.args] and a `where` filter reads it (tying it to the argument types): then it is left
+    out, with a note, and the field is chosen as any config field is."""
     spec_rules = node.key("heuristics")
     if spec_rules.present() and not isinstance(spec_rules.value, dict):
         raise spec_rules.error('a table of rules such as BLOCK_SIZE = "next_power_of_2(n_cols)"')
     given = dict(spec_rules.value or {})
     described = node.key("args").value if isinstance(node.key("args").value, dict) else {}
+    filters = node.key("where").value if is_list(node.key("where").value) else []
+    filtered = {name for text in filters if isinstance(text, str) for name in re.findall(r"[A-Za-z_]\w*", text)}
     texts, notes = {}, []
     for heuristic in decorated.heuristics:
         if heuristic.field in given:
@@ -922,19 +925,20 @@ def _heuristic_texts(node, decorated):
             text = decorators.heuristic_expression(heuristic)
         except decorators.RuleProblem as problem:
             location = decorators.source_location(heuristic.function)
-            if heuristic.field in described:
+            if heuristic.field in described and heuristic.field in filtered:
                 notes.append(f"@triton.heuristics {heuristic.field} ({location}) is not evaluated at launch "
-                             f"({problem}); the spec describes {heuristic.field} under [kernel.args], so it is "
-                             "chosen as any config field is: the call's config, a tuned table, the default")
+                             f"({problem}); the spec describes {heuristic.field} under [kernel.args] and a where "
+                             "filter reads it, so it is chosen as any config field is: the call's config, a tuned "
+                             "table, the default, among the variants the filter keeps")
                 continue
             raise SpecError(node.file, where, "a @triton.heuristics value that is an expression of the arguments "
                             "and config fields (taot evaluates it at launch, in C++)",
                             f"{location}: {problem}; write it in the spec instead: [kernel.heuristics] "
                             f'{heuristic.field} = "<expression>" over argument and config field names with '
                             "next_power_of_2, cdiv, min, max, abs, comparisons and `x if c else y`; or describe "
-                            f"{heuristic.field} under [kernel.args] with the values to compile, chosen then as any "
-                            "config field is (a `where` filter can tie it to the argument types, as in "
-                            f"\"{heuristic.field} == (T == 'fp16')\")") from None
+                            f"{heuristic.field} under [kernel.args] with the values to compile and tie it to the "
+                            f"argument types with a `where` filter, as in \"{heuristic.field} == (T == 'fp16')\" "
+                            "(it is then chosen as any config field is)") from None
         texts[heuristic.field] = (Node(node.file, where, text), text)
     for name in given:
         item = spec_rules.key(name)

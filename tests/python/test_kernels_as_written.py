@@ -223,6 +223,30 @@ def test_a_heuristic_on_a_dtype_is_left_to_the_spec_when_it_describes_the_field(
     assert note.startswith("@triton.heuristics IS_FP16 (k.py:5) is not evaluated at launch")
 
 
+CHUNKS_HEURISTIC = '''
+def _num_chunks(args):
+    n = args["n"]
+    return triton.cdiv(n, 128)
+
+@triton.heuristics({"NCHUNK": _num_chunks})
+@triton.jit
+def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, NCHUNK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) * NCHUNK, mask=offsets < n)
+'''
+
+
+def test_an_untranslated_heuristic_is_an_error_even_when_its_field_is_described(tmp_path):
+    # Describing NCHUNK's values alone would leave it at its default where the JIT computes cdiv(n, 128).
+    described = spec(args="BLOCK = { constexpr = 128 }\nNCHUNK = { constexpr = [1, 8, 40] }\n"
+                          "[kernel.default]\nNCHUNK = 1")
+    message = error(tmp_path, CHUNKS_HEURISTIC, described)
+    assert "kernel[0].function(@triton.heuristics).NCHUNK" in message, message
+    assert "write it in the spec instead: [kernel.heuristics] NCHUNK" in message, message
+    library = load(tmp_path, CHUNKS_HEURISTIC, described + '\n[kernel.heuristics]\nNCHUNK = "cdiv(n, 128)"\n')
+    assert [(name, rule.text) for name, rule in library.kernels[0].heuristics] == [("NCHUNK", "cdiv(n, 128)")]
+
+
 def test_spec_extends_and_narrows_the_decorators_configs(tmp_path):
     extra = '''where = ["BLOCK != 256"]
 configs = [{ BLOCK = 1024, num_warps = 16 }]
