@@ -83,12 +83,24 @@ def _clash_kernel(root):
             "variants": variants}
 
 
+def _sample_kernel(root):
+    """An argument named grid (grid_sample's sampling grid), a pointer."""
+    params = ["input_ptr", "grid", "out_ptr", "n"]
+    specialization = [{"arg": name, "dtype": "fp32", "align": 0} for name in params[:3]] + \
+        [{"arg": "n", "type": "i32", "hint": 0}]
+    return {"name": "sample", "function": "sample", "source": "kernel.py", "source_hash": "0", "targets": ["sm_90"],
+            "grid": ["n", "1", "1"],
+            "args": [{"name": name, "kind": "pointer", "dtypes": ["fp32"]} for name in params[:3]] +
+                    [{"name": "n", "kind": "int", "types": ["i32"]}],
+            "config": [], "variants": [_variant(root, "sample", specialization, {}, params, "n")]}
+
+
 @pytest.fixture(scope="module")
 def module_dir(tmp_path_factory, taot_bin):
     root = tmp_path_factory.mktemp("calls")
     manifest = {"schema": "taot.manifest", "schema_version": 2, "triton_version": "3.6.0", "library": "calls",
                 "spec": "calls.toml", "targets": ["sm_90"],
-                "kernels": [_scale_kernel(root), _wide_kernel(root), _clash_kernel(root)]}
+                "kernels": [_scale_kernel(root), _wide_kernel(root), _clash_kernel(root), _sample_kernel(root)]}
     return build_module(taot_bin, root, manifest)
 
 
@@ -176,7 +188,7 @@ def test_calls_reach_the_launch_and_keywords_are_named(module_dir):
         "ValueError: calls.scale(): config BLOCK: 1180591620717411303424 does not fit in 64 bits",
         "ValueError: calls.scale(): variant index 12 is out of range (the kernel has 6 variants)",
         "TypeError: calls.scale(): give either variant= or config keywords, not both",
-        "TypeError: calls.scale() takes 3 arguments, got 2"], lines
+        "TypeError: calls.scale() takes 3 arguments (in order or by name), and 'n' is missing"], lines
 
 
 def test_bind_resolves_once_and_chooses_per_call(module_dir):
@@ -236,7 +248,7 @@ def test_bind_names_what_was_not_compiled(module_dir):
         "TypeError: calls.scale.bind(): give either variant= or config keywords, not both",
         "TypeError: calls.scale(): a bound launcher takes stream= and grid=, not BLOCK= (bind() fixed its config)",
         "TypeError: calls.scale(): a bound launcher takes stream= and grid=, not variant= (bind() fixed its config)",
-        "TypeError: calls.scale() takes 3 arguments, got 2"], lines
+        "TypeError: calls.scale() takes 3 arguments (in order or by name), and 'n' is missing"], lines
 
 
 def test_fields_named_as_call_keywords_keep_their_names(module_dir):
@@ -269,6 +281,39 @@ def test_fields_named_as_call_keywords_keep_their_names(module_dir):
         "ValueError: calls::clash: config variant=3 was not compiled; compiled values: 1, 2",
         "TypeError: calls.clash(): unknown keyword 'strem'; the keywords are: stream__, variant_, grid_, stream, "
         "stream_, variant, grid"], lines
+
+
+def test_arguments_by_keyword_as_triton_callers_give_them(module_dir):
+    lines = check(module_dir, """
+        x, out = f32
+        print(ids(calls.scale, calls.scale.choose(x, out, n=8, BLOCK=64)))
+        print(ids(calls.scale, calls.scale.choose(n=8, out_ptr=out, x_ptr=x)))
+        print(error_of(lambda: calls.scale(x, out, n=0)))
+        print(ids(calls.scale, calls.scale.bind(BLOCK=64).choose(x, out_ptr=out, n=8)))
+        print(error_of(lambda: calls.scale.bind(BLOCK=64)(x, out, n=0)))
+        print(error_of(lambda: calls.scale(x, n=8)))
+        print(error_of(lambda: calls.scale(x, out, 8, n=8)))
+        print(error_of(lambda: calls.scale(x, out, m=8)))
+        print(calls.sample.__doc__.splitlines()[0])
+        print(error_of(lambda: calls.sample(x, out, out, 8, grid_=(0,))))
+        print(error_of(lambda: calls.sample(x, out_ptr=out, n=8, grid=x, grid_=(0,))))
+        print(error_of(lambda: calls.sample(x, out_ptr=out, n=8, grid=(2,))))  # the argument, not the launch grid
+    """)
+    assert lines == [
+        "('scale_fp32_B64_w4_fast', 'config')",
+        "('scale_fp32_B128_w4_fast', 'default')",
+        "no error",
+        "('scale_fp32_B64_w4_fast', 'config')",
+        "no error",
+        "TypeError: calls.scale() takes 3 arguments (in order or by name), and 'out_ptr' is missing",
+        "TypeError: calls.scale() got multiple values for argument 'n'",
+        "TypeError: calls.scale() takes 3 arguments (in order or by name), and 'n' is missing",
+        "Launches calls.sample(input_ptr, grid, out_ptr, n, *, stream=None, variant=None, grid_=None, **config) on the "
+        "grid (n, 1, 1); config keywords:.",
+        "no error",
+        "no error",
+        "TypeError: calls.sample: grid: expected a CUDA array (a torch tensor, or an object with __dlpack__ or "
+        "__cuda_array_interface__), got tuple"], lines
 
 
 def test_cached_keywords_choose_as_fresh_ones_do(module_dir):
@@ -375,7 +420,7 @@ def test_more_arguments_and_fields_than_kept_in_place(module_dir):
                      "ValueError: calls.wide.bind(): no variant was compiled with F0=2, F1=2, F2=2, F3=2, F4=2, F5=2, "
                      "F6=2, F7=2, F8=2, F9=2, F10=2, F11=2, F12=2, F13=2, F14=2, F15=2, F16=2, F17=2, F18=2, F19=2, "
                      "F20=2, F21=2, F22=2, F23=2, F24=2, F25=2, F26=2, F27=2, F28=2, F29=2, F30=2, F31=2, F32=2, "
-                     "F33=1 together", "TypeError: calls.wide() takes 34 arguments, got 33"], lines
+                     "F33=1 together", "TypeError: calls.wide() takes 34 arguments (in order or by name), and 'n24' is missing"], lines
 
 
 def test_tuned_tables_load_and_reset(module_dir, tmp_path):

@@ -175,7 +175,7 @@ def test_wrong_count_keyword_and_scalar_type(module_dir):
         print(error_of(lambda: va.add_kernel(x, x, x, 0)))
     """)
     count, keyword, value, scalar, empty = out.splitlines()
-    assert count == "TypeError: vector_add.add_kernel() takes 4 arguments, got 3"
+    assert count == "TypeError: vector_add.add_kernel() takes 4 arguments (in order or by name), and 'n_elements' is missing"
     assert keyword.startswith("TypeError: vector_add.add_kernel(): unknown keyword 'BLOCK'; the keywords are: stream,")
     assert value == "ValueError: vector_add::add_kernel: config BLOCK_SIZE=512 was not compiled; compiled values: 256, 1024"
     assert scalar == "TypeError: vector_add.add_kernel: n_elements: expected an int, got str"

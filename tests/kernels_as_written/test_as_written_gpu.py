@@ -190,3 +190,16 @@ def test_a_field_named_variant_is_set_by_variant_keyword(variant):
     index = next(i for i, v in enumerate(as_written.affine.variants()) if v["config"]["variant"] == variant)
     as_written.affine(x, out_index, n, variant_=index)
     same(out_index, out_jit, f"affine variant_={index}")
+
+
+# ---- arguments by keyword, as Triton's callers pass them ----
+
+def test_arguments_by_keyword_match_jit():
+    n = 3001
+    x = torch.randn(n, device="cuda")
+    out_jit, out_aot, out_bound = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
+    jit.persistent_scale(x, out_jit, 1.5)
+    as_written.persistent_scale(x, out_ptr=out_aot, scale=1.5, n_elements=n)
+    same(out_aot, out_jit, "persistent_scale with arguments by keyword")
+    as_written.persistent_scale.bind()(x_ptr=x, out_ptr=out_bound, n_elements=n, scale=1.5)
+    same(out_bound, out_jit, "bound persistent_scale with arguments by keyword")

@@ -863,16 +863,18 @@ inline bool immutable_value(PyObject* value) noexcept {
 }
 
 // The keyword a call gives its own option `option` ("stream", "variant", "grid") by: the option's
-// name, or, when a config field has that name (a `stream: tl.constexpr`), the name with
-// underscores appended until no field has it. The field keeps its name, as in Triton, where
-// `stream=` sets the constexpr.
+// name, or, when a config field or an argument has that name (a `stream: tl.constexpr`, a
+// `grid` tensor), the name with underscores appended until none has it. The kernel's name keeps
+// its meaning, as in Triton, where `stream=` sets the constexpr and `grid=` the argument.
 inline std::string launch_keyword(const table::KernelTable& table, std::string option) {
-  const auto is_field = [&](const std::string& name) {
+  const auto is_taken = [&](const std::string& name) {
     for (std::size_t f = 0; f < table.field_count; ++f)
       if (name == table.fields[f].name) return true;
+    for (std::size_t a = 0; a < table.arg_count; ++a)
+      if (name == table.args[a].name) return true;
     return false;
   };
-  while (is_field(option)) option += '_';
+  while (is_taken(option)) option += '_';
   return option;
 }
 
@@ -903,8 +905,11 @@ struct KernelBinding {
       if (PyUnicode_Compare(keyword, known.ptr()) == 0) return slot;
     return kUnknownKeyword;
   }
-  // The error for a keyword that is none of the kernel's.
+  // The error for a keyword that is none of the kernel's, or names an argument given in order.
   nb::builtin_exception unknown_keyword(PyObject* keyword) const {
+    for (std::size_t a = 0; a < table.arg_count; ++a)
+      if (PyUnicode_CompareWithASCIIString(keyword, table.args[a].name) == 0)
+        return nb::type_error((name + "() got multiple values for argument '" + table.args[a].name + "'").c_str());
     std::string known;
     for (const auto& entry : keywords) known += (known.empty() ? "" : ", ") + std::string(nb::str(entry.first).c_str());
     return nb::type_error((name + "(): unknown keyword '" + nb::str(keyword).c_str() + "'; the keywords are: " +
@@ -1010,6 +1015,59 @@ inline void check_arg_count(const KernelBinding& binding, std::size_t count) {
                           std::to_string(count)).c_str());
 }
 
+// The kwnames tuple of a call that passes on `kept` of its keywords (null for none).
+inline nb::object keyword_names(const std::vector<PyObject*>& kept) {
+  if (kept.empty()) return {};
+  nb::object names = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(kept.size())));
+  if (!names.is_valid()) throw nb::python_error();
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    Py_INCREF(kept[k]);
+    PyTuple_SET_ITEM(names.ptr(), static_cast<Py_ssize_t>(k), kept[k]);
+  }
+  return names;
+}
+
+// A call that gives some arguments by keyword, as Triton's callers do (`k[grid](x, out, n=n,
+// BLOCK=128)`): `values` holds every argument in order, then the values of the other keywords,
+// which `kwnames()` names. Only calls with fewer positional arguments than the kernel takes come
+// here: a call that gives them all in order pays nothing for it.
+struct KeywordArgs {
+  KeywordArgs(const KernelBinding& binding, PyObject* const* args, std::size_t nargs, PyObject* kwnames) {
+    const table::KernelTable& table = binding.table;
+    values.assign(args, args + nargs);
+    values.resize(table.arg_count, nullptr);
+    const std::size_t count = kwnames != nullptr ? static_cast<std::size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
+    std::vector<PyObject*> kept_names, kept_values;
+    for (std::size_t k = 0; k < count; ++k) {
+      PyObject* keyword = PyTuple_GET_ITEM(kwnames, static_cast<Py_ssize_t>(k));
+      std::size_t a = 0;
+      while (a < table.arg_count && PyUnicode_CompareWithASCIIString(keyword, table.args[a].name) != 0) ++a;
+      if (a == table.arg_count) {
+        kept_names.push_back(keyword);
+        kept_values.push_back(args[nargs + k]);
+      } else if (values[a] != nullptr) {
+        throw nb::type_error((binding.name + "() got multiple values for argument '" + table.args[a].name + "'").c_str());
+      } else {
+        values[a] = args[nargs + k];
+      }
+    }
+    std::string missing;
+    std::size_t missing_count = 0;
+    for (std::size_t a = 0; a < table.arg_count; ++a)
+      if (values[a] == nullptr) missing += std::string(missing_count++ ? ", '" : "'") + table.args[a].name + "'";
+    if (missing_count != 0)
+      throw nb::type_error((binding.name + "() takes " + std::to_string(table.arg_count) +
+                            " arguments (in order or by name), and " + missing +
+                            (missing_count == 1 ? " is" : " are") + " missing").c_str());
+    values.insert(values.end(), kept_values.begin(), kept_values.end());
+    names = keyword_names(kept_names);
+  }
+  PyObject* kwnames() const noexcept { return names.is_valid() ? names.ptr() : nullptr; }
+
+  std::vector<PyObject*> values;
+  nb::object names;
+};
+
 // What a call does once its arguments and keywords are read: launch, say which variant a
 // launch would use and which step chose it, or time launches.
 enum class CallMode { launch, choose, time };
@@ -1066,6 +1124,10 @@ inline PyObject* finish_call(KernelBinding& binding, CallArgs& call, const CallO
 // A call of a kernel object: arguments, then keywords (stream, variant, grid, config fields).
 inline PyObject* kernel_call(KernelBinding& binding, PyObject* const* args, std::size_t nargs, PyObject* kwnames,
                              CallMode mode, const TimingOptions* timing = nullptr) {
+  if (nargs < binding.table.arg_count) {
+    const KeywordArgs given(binding, args, nargs, kwnames);
+    return kernel_call(binding, given.values.data(), binding.table.arg_count, given.kwnames(), mode, timing);
+  }
   check_arg_count(binding, nargs);
   CallArgs call(binding.table, args);
   CallOptions options;
@@ -1184,6 +1246,10 @@ inline std::unique_ptr<BoundLauncher> bind_launcher(nb::handle kernel_object, Ke
 inline PyObject* bound_call(BoundLauncher& launcher, PyObject* const* args, std::size_t nargs, PyObject* kwnames,
                             CallMode mode, const TimingOptions* timing = nullptr) {
   KernelBinding& binding = launcher.binding;
+  if (nargs < binding.table.arg_count) {
+    const KeywordArgs given(binding, args, nargs, kwnames);
+    return bound_call(launcher, given.values.data(), binding.table.arg_count, given.kwnames(), mode, timing);
+  }
   check_arg_count(binding, nargs);
   CallArgs call(binding.table, args);
   CallOptions options;
@@ -1297,13 +1363,7 @@ struct TimingCall {
       kept.push_back(keyword);
       values.push_back(args[nargs + k]);
     }
-    if (kept.empty()) return;
-    names = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(kept.size())));
-    if (!names.is_valid()) throw nb::python_error();
-    for (std::size_t k = 0; k < kept.size(); ++k) {
-      Py_INCREF(kept[k]);
-      PyTuple_SET_ITEM(names.ptr(), static_cast<Py_ssize_t>(k), kept[k]);
-    }
+    names = keyword_names(kept);
   }
   PyObject* kwnames() const noexcept { return names.is_valid() ? names.ptr() : nullptr; }
 
