@@ -22,6 +22,18 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 TENSORDESC_TYPE = re.compile(r"tensordesc\s*<\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\]\s*>")
 
 ROOT_KEYS = {"library": "a [library] table", "kernel": "one or more [[kernel]] tables"}
+# Headers `#include <NAME.h>` finds on the include path of a library's users (C, POSIX and glibc,
+# the CUDA toolkit, Python): a library of that name would write NAME.h, found in their place.
+SYSTEM_HEADERS = frozenset('''
+    aio alloca assert complex cpio ctype dirent dlfcn elf endian err errno error execinfo fcntl features fenv
+    float fnmatch ftw getopt glob grp iconv inttypes iso646 langinfo libgen limits link locale malloc math
+    monetary mqueue netdb nl_types paths poll pthread pty pwd regex sched search semaphore setjmp shadow signal
+    spawn stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string strings syslog tar
+    termios tgmath threads time uchar ucontext unistd utime utmp values wchar wctype wordexp
+    cuda cudaTypedefs cudaProfiler cuda_runtime cuda_runtime_api cuda_fp16 cuda_bf16 cuda_fp8 driver_types
+    vector_types builtin_types host_defines nvrtc cublas cublasLt Python
+'''.split())
+
 LIBRARY_KEYS = {"name": "the library name (an identifier)", "targets": 'a list of targets such as "sm_90"'}
 KERNEL_KEYS = {
     "name": "the kernel's C++ name", "source": "the kernel's Python file, relative to the spec",
@@ -98,6 +110,10 @@ def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_M
     library = root.key("library").table("a [library] table", LIBRARY_KEYS, required=("name",) + (
         () if target_override else ("targets",)))
     name = _identifier(library.key("name"), "a library name that is an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    if name in SYSTEM_HEADERS:
+        raise library.key("name").error(f"a library name whose header is not a system header's: {name}.h would hide "
+                                        f"<{name}.h> from every file compiled with the library's include folder "
+                                        f"(try {name}_kernels)", f'"{name}"')
     if target_override:
         targets = _targets(Node("command line", "--target", list(target_override)))
     else:

@@ -429,3 +429,13 @@ def test_rank_reaches_the_manifest_args_only_when_given(project):
     args = {arg.name: arg for arg in library.kernels[0].args}
     assert _arg(args["out_ptr"], [])["rank"] == 2
     assert "rank" not in _arg(args["x_ptr"], [])
+
+
+@pytest.mark.parametrize("name", ["features", "cuda", "stdio", "math", "Python"])
+def test_a_library_named_like_a_system_header_is_refused(project, name):
+    spec = base_spec()
+    spec["library"]["name"] = name
+    assert spec_error(project, spec) == (
+        f"spec.toml: library.name: expected a library name whose header is not a system header's: {name}.h would "
+        f"hide <{name}.h> from every file compiled with the library's include folder (try {name}_kernels), "
+        f'got "{name}"')
