@@ -18,12 +18,16 @@ def import_file(path, module_name):
     file's folder first on sys.path while it runs, so it can import its neighbours: modules of that
     folder, never a same-named one another folder's file imported before."""
     path = Path(path).resolve()
+    package, package_root = _package_of(path.parent)
+    if package:  # a module of the package, so that `from ..utils import act` resolves as in it
+        module_name = f"{package}.{module_name}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     folder = str(path.parent)
     _use_neighbours_of(folder)
     before = set(sys.modules)
-    sys.path.insert(0, folder)
+    search = [folder] + ([str(package_root)] if package else [])
+    sys.path[:0] = search
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
@@ -31,10 +35,23 @@ def import_file(path, module_name):
         sys.modules.pop(module_name, None)
         raise PythonFileError(exception_summary(error, path)) from None
     finally:
-        if folder in sys.path:
-            sys.path.remove(folder)
+        for entry in search:
+            if entry in sys.path:
+                sys.path.remove(entry)
         _record_neighbours(folder, set(sys.modules) - before - {module_name})
     return module
+
+
+def _package_of(folder):
+    """(dotted name of the package `folder` is, folder holding its top package) when folder has an
+    __init__.py (a file of mypkg/kernels/ is in package mypkg.kernels, and mypkg's parent goes on
+    sys.path, so that relative and absolute imports of the package work from any current folder);
+    ("", None) otherwise."""
+    parts = []
+    while (folder / "__init__.py").is_file() and folder.name.isidentifier():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts), (folder if parts else None)
 
 
 def neighbour_modules():

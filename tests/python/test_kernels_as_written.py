@@ -597,3 +597,27 @@ def test_as_written_corpus_loads_unchanged():
     library = load_spec(REPO / "tests/kernels_as_written/kernels.toml")
     assert {kernel.name: len(library.variants[kernel.name]) for kernel in library.kernels} == {
         "matmul": 20, "rms_norm": 48, "bias_act": 36, "persistent_scale": 2, "layer_norm_fwd": 20, "affine": 2}
+
+
+def test_kernels_inside_a_package_import_as_in_the_package(tmp_path, monkeypatch):
+    """A kernel file of mypkg/kernels/ imports `from ..utils.act import silu` or `from mypkg.utils.act
+    import silu`, whatever the current folder."""
+    act = HEADER + "@triton.jit\ndef silu(x):\n    return x / (1.0 + tl.exp(-x))\n"
+    for folder in ("mypkg", "mypkg/utils", "mypkg/kernels"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "mypkg/utils/act.py").write_text(act)
+    body = textwrap.dedent('''
+        @triton.jit
+        def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offsets, silu(tl.load(x_ptr + offsets, mask=offsets < n)), mask=offsets < n)
+    ''')
+    for name, line in (("relative", "from ..utils.act import silu"), ("absolute", "from mypkg.utils.act import silu")):
+        (tmp_path / f"mypkg/kernels/{name}.py").write_text(HEADER + line + "\n" + body)
+    monkeypatch.chdir("/")
+    for name in ("relative", "absolute"):
+        text = spec(args="BLOCK = { constexpr = 128 }").replace('source = "k.py"', f'source = "mypkg/kernels/{name}.py"')
+        (tmp_path / f"{name}.toml").write_text(text)
+        library = load_spec(tmp_path / f"{name}.toml", label=f"{name}.toml")
+        assert len(library.variants["kernel"]) == 1, name
