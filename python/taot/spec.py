@@ -207,7 +207,7 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
     grid_text, grid = _grid(node.key("grid"), args, fields)
     where = _where(node.key("where"), args, fields, typevars)
     where += _rule_filters(node, heuristics, requires, args, fields, typevars)
-    tuning_key = _tuning_key(node, decorated, args, fields)
+    tuning_key, key_notes = _tuning_key(node, decorated, args, fields)
     tuning = _tuning_files(node.key("tuning"), spec_folder)
     cache_key = _cache_key(function_node, jit_function, source)
     return KernelSpec(name=name, function=function, source=source, cache_key=cache_key,
@@ -217,7 +217,8 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
                       tuning=tuning,
                       notes=_notes(decorated) + tuple(heuristic_notes) +
                       _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields) +
-                      _unspecialized_params_specialized(node.key("args"), jit_function, args) + replaced_notes)
+                      _unspecialized_params_specialized(node.key("args"), jit_function, args) + replaced_notes +
+                      key_notes)
 
 
 def _cache_key(function_node, jit_function, source):
@@ -988,8 +989,11 @@ def _heuristics(heuristic_nodes, args, fields):
     rules = []
     for position, (name, (node, text)) in enumerate(heuristic_nodes.items()):
         if name not in numeric:
+            listed = (f"; an option is a config field when its values are listed: [kernel.options] {name} = "
+                      "[...], the values the rule may give" if name in OPTION_KINDS else "")
             raise node.error("a rule for a numeric config field (an int, float or bool constexpr parameter or "
-                             f"option): {', '.join(numeric) or 'the kernel has none'}", f'a rule for "{name}"')
+                             f"option): {', '.join(numeric) or 'the kernel has none'}",
+                             f'a rule for "{name}"{listed}')
         try:
             rule = parse_rule(text, scalars, pointers, numeric)
         except ExpressionProblem as problem:
@@ -1066,7 +1070,7 @@ def _rule_filters(node, heuristics, requires, args, fields, typevars):
 
 
 def _tuning_key(node, decorated, args, fields):
-    """Names of scalar arguments or config fields whose values key tuned tables."""
+    """(names of scalar arguments or config fields whose values key tuned tables, notes)."""
     key_node = node.key("tuning_key")
     if key_node.present():
         items = [(item, item.value) for item in key_node.value_list("argument names")]
@@ -1075,12 +1079,20 @@ def _tuning_key(node, decorated, args, fields):
         items = [(Node(node.file, f"{key_path.path}[{index}]", name), name)
                  for index, name in enumerate(decorated.autotune.key)]
     else:
-        return ()
+        return (), ()
     usable = [arg.name for arg in args if arg.kind in (INT, FLOAT, BOOL)] + [field.name for field in fields]
+    pointers = {arg.name for arg in args if arg.kind in (POINTER, TENSORDESC)}
+    names, notes = [], []
     for item, name in items:
-        if name not in usable:
-            raise item.error("a scalar argument or config field: " + ", ".join(usable))
-    return tuple(name for _, name in items)
+        if name in pointers and not key_node.present():
+            notes.append(f"@triton.autotune key names {name}, a pointer, on whose dtype Triton keys; taot compiles "
+                         "variants per dtype, so the tuning key leaves it out")
+        elif name not in usable:
+            also = "" if key_node.present() else " (or give the spec's tuning_key in place of the decorator's key)"
+            raise item.error(f"a scalar argument or config field: {', '.join(usable)}{also}")
+        else:
+            names.append(name)
+    return tuple(names), tuple(notes)
 
 
 def _tuning_files(node, spec_folder):
@@ -1128,7 +1140,7 @@ def _grid(node, args, fields):
         try:
             trees.append(parse_grid(value, int_args, int_fields))
         except ExpressionProblem as problem:
-            meant = _grid_meant(entries, index, int_args, int_fields)
+            meant = _grid_meant(entries, index, int_args, int_fields) or _grid_name_hint(str(problem), args)
             raise item.error("an expression over ints, int arguments, int constexprs and options, num_sms, with "
                              "+ - * // %, cdiv, min, max", f"{describe(value)} ({problem}){meant}") from None
         texts.append(str(value))
@@ -1136,6 +1148,19 @@ def _grid(node, args, fields):
         texts.append("1")
         trees.append(parse_grid(1, (), ()))
     return tuple(texts), tuple(trees)
+
+
+def _grid_name_hint(problem, args):
+    """For a grid's unknown name: what the name is (an argument of another kind), or where an int
+    the kernel does not take is declared."""
+    match = re.match(r"unknown name (\w+)", problem)
+    if match is None:
+        return ""
+    name = match.group(1)
+    arg = next((arg for arg in args if arg.name == name), None)
+    if arg is not None:
+        return f"; {name} is a {arg.kind} argument, and a grid reads int ones"
+    return f'; an int the grid reads that the kernel does not take goes in [kernel.launch_args] ({name} = "i32")'
 
 
 def _grid_meant(entries, index, int_args, int_fields):

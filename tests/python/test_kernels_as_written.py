@@ -621,3 +621,13 @@ def test_kernels_inside_a_package_import_as_in_the_package(tmp_path, monkeypatch
         (tmp_path / f"{name}.toml").write_text(text)
         library = load_spec(tmp_path / f"{name}.toml", label=f"{name}.toml")
         assert len(library.variants["kernel"]) == 1, name
+
+
+def test_a_pointer_in_the_autotune_key_is_left_out_with_a_note(tmp_path):
+    keyed = AUTOTUNED.replace('key=["n"]', 'key=["n", "x_ptr"]')
+    kernel = load(tmp_path, keyed, spec()).kernels[0]
+    assert kernel.tuning_key == ("n",)
+    assert "@triton.autotune key names x_ptr, a pointer, on whose dtype Triton keys; taot compiles variants per " \
+           "dtype, so the tuning key leaves it out" in kernel.notes
+    message = error(tmp_path, AUTOTUNED.replace('key=["n"]', 'key=["nn"]'), spec())
+    assert message.endswith("(or give the spec's tuning_key in place of the decorator's key), got \"nn\""), message

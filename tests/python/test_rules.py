@@ -148,3 +148,15 @@ def test_a_literal_heuristic_result_never_compiled_is_noted(tmp_path, rule, text
 def test_compiled_or_computed_heuristic_results_are_not_noted(tmp_path, rule):
     kernel = load_with_heuristic(tmp_path, rule).kernels[0]
     assert not [note for note in kernel.notes if "no variant was compiled with" in note], kernel.notes
+
+
+def test_a_rule_for_an_option_without_values_says_to_list_them(tmp_path):
+    (tmp_path / "k.py").write_text(textwrap.dedent(KERNEL))
+    spec = SPEC.format(requires=json.dumps(["n_cols > 0"])).replace(
+        'BLOCK = "max(256, next_power_of_2(n_cols))"', 'num_warps = "8 if n_cols > 2048 else 4"')
+    (tmp_path / "spec.toml").write_text(spec)
+    with pytest.raises(SpecError) as caught:
+        load_spec(tmp_path / "spec.toml", label="spec.toml")
+    assert str(caught.value).endswith('got a rule for "num_warps"; an option is a config field when its values are '
+                                      "listed: [kernel.options] num_warps = [...], the values the rule may give"), \
+        str(caught.value)

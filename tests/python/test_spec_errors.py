@@ -236,6 +236,18 @@ def test_no_spec_form_is_offered_when_it_would_not_be_valid(project, grid):
     assert "write it as" not in spec_error(project, spec)
 
 
+@pytest.mark.parametrize("grid, hint", [
+    ("cdiv(scale, BLOCK)", "; scale is a float argument, and a grid reads int ones"),
+    ("cdiv(n_rows, 4)", '; an int the grid reads that the kernel does not take goes in [kernel.launch_args] '
+                        '(n_rows = "i32")'),
+])
+def test_an_unknown_grid_name_says_what_it_is(project, grid, hint):
+    spec = base_spec()
+    kernel(spec)["grid"] = [grid]
+    message = spec_error(project, spec)
+    assert message.endswith(hint), message
+
+
 def test_grid_with_too_many_entries(project):
     spec = base_spec()
     kernel(spec)["grid"] = [1, 1, 1, 1]
