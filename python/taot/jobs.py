@@ -288,19 +288,32 @@ def _locate_in_files(error, text, source):
     line = getattr(node, "lineno", None)
     if source is None or line is None or not text.startswith(f"at {line}:"):
         return text
-    from .depfile import imported_sources  # the user's files, not installed software
-    candidates = [Path(source)] + sorted(path for path in imported_sources() if path != Path(source).resolve())
-    for candidate in candidates:
+    function_text = getattr(error, "src", None) or ""
+    for candidate in [Path(source)] + _files_defining(function_text):
         try:
             file_text = candidate.read_text()
         except (OSError, UnicodeDecodeError):
             continue
-        place = _function_place(file_text, getattr(error, "src", None) or "")
+        place = _function_place(file_text, function_text)
         if place is not None:
             first_line, indent = place
             _, _, rest = text.partition("\n")
             return f"{candidate.name}:{first_line + line - 1}:{node.col_offset + indent}:\n{rest}"
     return text
+
+
+def _files_defining(function_text):
+    """The files of the @triton.jit functions whose text is `function_text`, among the modules
+    imported so far (a helper the kernel calls, from any module of the user's)."""
+    from triton.runtime.jit import JITFunction
+    files = []
+    for module in list(sys.modules.values()):
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if isinstance(value, JITFunction) and value.src == function_text:
+                path = Path(value.fn.__code__.co_filename)
+                if path not in files:
+                    files.append(path)
+    return files
 
 
 def _function_place(file_text, function_text):
