@@ -26,7 +26,12 @@ _WHERE_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.No
 
 
 class ExpressionProblem(Exception):
-    """An expression outside its language; the message says why."""
+    """An expression outside its language; the message says why. `unknown_name`: the name it
+    reads that is none of those it may read, if that is the problem."""
+
+    def __init__(self, message, unknown_name=None):
+        super().__init__(message)
+        self.unknown_name = unknown_name
 
 
 def _parse(text):
@@ -424,7 +429,8 @@ def _check_grid_node(node, arg_names, value_names):
     elif isinstance(node, ast.Name):
         if node.id not in arg_names and node.id not in value_names:
             known = ", ".join(sorted(set(arg_names) | set(value_names))) or "none"
-            raise ExpressionProblem(f"unknown name {node.id} (int arguments, constexprs and options: {known})")
+            raise ExpressionProblem(f"unknown name {node.id} (int arguments, constexprs and options: {known})",
+                                    unknown_name=node.id)
     elif isinstance(node, ast.BinOp):
         if type(node.op) not in _GRID_BINARY:
             hint = " (use // for division)" if isinstance(node.op, ast.Div) else ""

@@ -283,7 +283,7 @@ def _compilation_chain(error):
 
 def _locate_in_files(error, text, source):
     """`text` with its "at LINE:COL:" made "file.py:LINE:COL:": the function is looked for in the
-    kernel's file, then in the user's other imported files (a helper's module)."""
+    kernel's file, then in the files of the @triton.jit functions with its text (a helper's module)."""
     node = getattr(error, "node", None)
     line = getattr(node, "lineno", None)
     if source is None or line is None or not text.startswith(f"at {line}:"):

@@ -61,12 +61,16 @@ def neighbour_modules():
 
 
 def _use_neighbours_of(folder):
-    """sys.modules holds `folder`'s own neighbours, and no other folder's under the same names."""
+    """sys.modules holds `folder`'s own neighbours, and no other folder's module where `folder` has
+    one of the same (top-level) name; other folders' modules stay, shared as Python shares them."""
+    here = Path(folder)
     for other, modules in _neighbours.items():
         if other == folder:
             continue
         for name, neighbour in modules.items():
-            if sys.modules.get(name) is neighbour:
+            top = name.partition(".")[0]
+            shadowed = (here / f"{top}.py").is_file() or (here / top).is_dir()
+            if shadowed and sys.modules.get(name) is neighbour:
                 del sys.modules[name]
     sys.modules.update(_neighbours.get(folder, {}))
 

@@ -12,7 +12,8 @@ from . import decorators, kernel_source, variants
 from .checks import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
 from .errors import SpecError
-from .expressions import ExpressionProblem, grid_from_python, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
+from .expressions import (ExpressionProblem, grid_from_python, parse_grid, parse_rule, parse_where, rule_as_filter,
+                          rule_literal_results)
 from .model import (ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, STRING,
                     TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues)
 from .spec_file import read_spec_file
@@ -417,10 +418,10 @@ def _unspecialized_params_specialized(node, jit_function, args):
     return tuple(notes)
 
 
-# A scalar parameter's annotation in the function (`stride: tl.int64`), as Triton's binder names it,
-# and the spec type that passes it so.
-_ANNOTATED_SCALARS = {"i32": "i32", "i64": "i64", "fp32": "fp32", "fp64": "fp64", "u1": "i1"}
-_ANNOTATION_NAMES = {"i32": "tl.int32", "i64": "tl.int64", "fp32": "tl.float32", "fp64": "tl.float64", "u1": "bool"}
+# A scalar parameter's annotation in the function (`stride: tl.int64`), as Triton's binder names it:
+# the spec type that passes it so, and the annotation as written.
+_ANNOTATED_SCALARS = {"i32": ("i32", "tl.int32"), "i64": ("i64", "tl.int64"), "fp32": ("fp32", "tl.float32"),
+                      "fp64": ("fp64", "tl.float64"), "u1": ("i1", "bool")}
 
 
 def _check_annotation(type_node, param, kind, choices):
@@ -430,14 +431,14 @@ def _check_annotation(type_node, param, kind, choices):
     annotated = getattr(param, "annotation_type", "") or ""
     if kind == POINTER or not annotated or annotated.startswith("*"):
         return
-    wanted = _ANNOTATED_SCALARS.get(annotated)
-    if wanted is None:
+    if annotated not in _ANNOTATED_SCALARS:
         raise type_node.error(f"a parameter taot can pass as the function annotates it; {param.name} is annotated "
                               f"{annotated}, which is not one of {', '.join(_ANNOTATED_SCALARS)}",
                               describe(type_node.value))
+    wanted, written = _ANNOTATED_SCALARS[annotated]
     if set(choices) != {wanted}:
-        raise type_node.error(f'"{wanted}" ({param.name} is annotated {_ANNOTATION_NAMES[annotated]} in the function, '
-                              f"and Triton's JIT passes it as {wanted})", describe(type_node.value))
+        raise type_node.error(f'"{wanted}" ({param.name} is annotated {written} in the function, and Triton\'s JIT '
+                              f"passes it as {wanted})", describe(type_node.value))
 
 
 def _no_extra_keys(node, keys, what):
@@ -680,9 +681,7 @@ def _complete_entries(entries, args, options, defaults):
     if not entries:
         return []
     by_name = {arg.name: arg for arg in args}
-    names = []
-    for _, entry in entries:
-        names += [name for name in entry if name not in names]
+    names = _entry_names(entries)
     kept = [name for name in names if _set_by_entries(name, by_name, options)]
     result = []
     for entry_node, entry in entries:
@@ -721,11 +720,8 @@ def _replaced_entry_values(entries, args, options):
     """Notes for config-list values (@triton.autotune's configs, the spec's `configs`) that the
     spec's own values of the field replace, so that they are not compiled."""
     by_name = {arg.name: arg for arg in args}
-    names = []
-    for _, entry in entries:
-        names += [name for name in entry if name not in names]
     notes = []
-    for name in names:
+    for name in _entry_names(entries):
         if _set_by_entries(name, by_name, options):
             continue
         if name in by_name and by_name[name].kind in (CONSTEXPR, DTYPE):
@@ -742,6 +738,14 @@ def _replaced_entry_values(entries, args, options):
                          f"({', '.join(listed)}): {', '.join(dropped)} {'is' if len(dropped) == 1 else 'are'} not "
                          "compiled")
     return tuple(notes)
+
+
+def _entry_names(entries):
+    """The names the config entries set, in the order they first appear."""
+    names = []
+    for _, entry in entries:
+        names += [name for name in entry if name not in names]
+    return names
 
 
 def _set_by_entries(name, by_name, options):
@@ -1018,7 +1022,7 @@ def _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields):
     notes = []
     for name, rule in heuristics:
         field = by_name[name]
-        if field.kind not in ("int", "float"):
+        if field.kind not in (INT, FLOAT):
             continue
         missing = [value for value in rule_literal_results(rule) if value not in field.values]
         if missing:
@@ -1140,7 +1144,7 @@ def _grid(node, args, fields):
         try:
             trees.append(parse_grid(value, int_args, int_fields))
         except ExpressionProblem as problem:
-            meant = _grid_meant(entries, index, int_args, int_fields) or _grid_name_hint(str(problem), args)
+            meant = _grid_meant(entries, index, int_args, int_fields) or _grid_name_hint(problem.unknown_name, args)
             raise item.error("an expression over ints, int arguments, int constexprs and options, num_sms, with "
                              "+ - * // %, cdiv, min, max", f"{describe(value)} ({problem}){meant}") from None
         texts.append(str(value))
@@ -1150,13 +1154,11 @@ def _grid(node, args, fields):
     return tuple(texts), tuple(trees)
 
 
-def _grid_name_hint(problem, args):
-    """For a grid's unknown name: what the name is (an argument of another kind), or where an int
-    the kernel does not take is declared."""
-    match = re.match(r"unknown name (\w+)", problem)
-    if match is None:
+def _grid_name_hint(name, args):
+    """For a grid's unknown name (None: none): what the name is (an argument of another kind), or
+    where an int the kernel does not take is declared."""
+    if name is None:
         return ""
-    name = match.group(1)
     arg = next((arg for arg in args if arg.name == name), None)
     if arg is not None:
         return f"; {name} is a {arg.kind} argument, and a grid reads int ones"

@@ -882,11 +882,10 @@ inline std::string launch_keyword(const table::KernelTable& table, std::string o
 // take (interned, so that a call's keywords match by pointer), the keyword cache, and its name and
 // doc for Python.
 struct KernelBinding {
-  KernelBinding(Kernel& bound_kernel, std::string doc_text)
+  explicit KernelBinding(Kernel& bound_kernel)
       : kernel(bound_kernel),
         table(bound_kernel.table()),
         name(std::string(table.library) + "." + table.name),
-        doc(std::move(doc_text)),
         stream_keyword(launch_keyword(table, "stream")),
         variant_keyword(launch_keyword(table, "variant")),
         grid_keyword(launch_keyword(table, "grid")) {
@@ -895,6 +894,7 @@ struct KernelBinding {
     keywords.emplace_back(nb::steal(interned(grid_keyword.c_str())), kGridKeyword);
     for (std::size_t f = 0; f < table.field_count; ++f)
       keywords.emplace_back(nb::steal(interned(table.fields[f].name)), static_cast<std::int32_t>(f));
+    doc = kernel_doc();
   }
 
   // The slot keyword `keyword` fills, or kUnknownKeyword.
@@ -905,11 +905,33 @@ struct KernelBinding {
       if (PyUnicode_Compare(keyword, known.ptr()) == 0) return slot;
     return kUnknownKeyword;
   }
+  // The kernel's __doc__: its call, grid and config keywords, and its methods.
+  std::string kernel_doc() const {
+    std::string text = std::string("Launches ") + name + "(";
+    for (std::size_t a = 0; a < table.arg_count; ++a) text += (a ? ", " : "") + std::string(table.args[a].name);
+    text += ", *, " + stream_keyword + "=None, " + variant_keyword + "=None, " + grid_keyword + "=None, **config) on " +
+            (table.grid_text[0] == nullptr ? "the " + grid_keyword + "= given (the kernel has no grid of its own)"
+                                           : "the grid (" + std::string(table.grid_text[0]) + ", " +
+                                                 table.grid_text[1] + ", " + table.grid_text[2] + ")") +
+            "; config keywords:";
+    for (std::size_t f = 0; f < table.field_count; ++f) text += std::string(" ") + table.fields[f].name;
+    return text + ".\n\nbind(**config) or bind(variant=i) makes a launcher with the config resolved once; "
+                  "choose(*args, **config) says which variant a call would launch and how it was chosen; "
+                  "time(*args, **config) times launches (taot/timing.h) and returns the median and quantiles.";
+  }
+
+  // The index of the argument named `keyword`, or arg_count.
+  std::size_t arg_index(PyObject* keyword) const noexcept {
+    std::size_t a = 0;
+    while (a < table.arg_count && PyUnicode_CompareWithASCIIString(keyword, table.args[a].name) != 0) ++a;
+    return a;
+  }
+  nb::builtin_exception doubled_argument(std::size_t a) const {
+    return nb::type_error((name + "() got multiple values for argument '" + table.args[a].name + "'").c_str());
+  }
   // The error for a keyword that is none of the kernel's, or names an argument given in order.
   nb::builtin_exception unknown_keyword(PyObject* keyword) const {
-    for (std::size_t a = 0; a < table.arg_count; ++a)
-      if (PyUnicode_CompareWithASCIIString(keyword, table.args[a].name) == 0)
-        return nb::type_error((name + "() got multiple values for argument '" + table.args[a].name + "'").c_str());
+    if (const std::size_t a = arg_index(keyword); a < table.arg_count) return doubled_argument(a);
     std::string known;
     for (const auto& entry : keywords) known += (known.empty() ? "" : ", ") + std::string(nb::str(entry.first).c_str());
     return nb::type_error((name + "(): unknown keyword '" + nb::str(keyword).c_str() + "'; the keywords are: " +
@@ -919,8 +941,8 @@ struct KernelBinding {
   Kernel& kernel;
   const table::KernelTable& table;
   std::string name;  // "vector_add.add_kernel"
-  std::string doc;
   std::string stream_keyword, variant_keyword, grid_keyword;  // see launch_keyword
+  std::string doc;
   std::vector<std::pair<nb::object, std::int32_t>> keywords;  // stream, variant, grid, then the fields
   KeywordCache cache;
 };
@@ -1040,13 +1062,12 @@ struct KeywordArgs {
     std::vector<PyObject*> kept_names, kept_values;
     for (std::size_t k = 0; k < count; ++k) {
       PyObject* keyword = PyTuple_GET_ITEM(kwnames, static_cast<Py_ssize_t>(k));
-      std::size_t a = 0;
-      while (a < table.arg_count && PyUnicode_CompareWithASCIIString(keyword, table.args[a].name) != 0) ++a;
+      const std::size_t a = binding.arg_index(keyword);
       if (a == table.arg_count) {
         kept_names.push_back(keyword);
         kept_values.push_back(args[nargs + k]);
       } else if (values[a] != nullptr) {
-        throw nb::type_error((binding.name + "() got multiple values for argument '" + table.args[a].name + "'").c_str());
+        throw binding.doubled_argument(a);
       } else {
         values[a] = args[nargs + k];
       }
@@ -1784,20 +1805,7 @@ inline void register_torch_ops() {
 // reset_tuning(); and `<name>_variants()`.
 inline void bind_kernel(nb::module_& module, const char* name, Kernel& kernel) {
   static std::deque<std::string> strings;  // names handed to nanobind live as long as the module
-  const table::KernelTable& table = kernel.table();
-  std::string doc = std::string("Launches ") + table.library + "." + table.name + "(";
-  for (std::size_t a = 0; a < table.arg_count; ++a) doc += (a ? ", " : "") + std::string(table.args[a].name);
-  doc += ", *, " + detail::launch_keyword(table, "stream") + "=None, " + detail::launch_keyword(table, "variant") +
-         "=None, " + detail::launch_keyword(table, "grid") + "=None, **config) on " +
-         (table.grid_text[0] == nullptr ? std::string("the grid= given (the kernel has no grid of its own)")
-                                        : "the grid (" + std::string(table.grid_text[0]) + ", " + table.grid_text[1] +
-                                              ", " + table.grid_text[2] + ")") +
-         "; config keywords:";
-  for (std::size_t f = 0; f < table.field_count; ++f) doc += std::string(" ") + table.fields[f].name;
-  doc += ".\n\nbind(**config) or bind(variant=i) makes a launcher with the config resolved once; "
-         "choose(*args, **config) says which variant a call would launch and how it was chosen; "
-         "time(*args, **config) times launches (taot/timing.h) and returns the median and quantiles.";
-  auto* binding = new detail::KernelBinding(kernel, std::move(doc));  // lives as long as the process
+  auto* binding = new detail::KernelBinding(kernel);  // lives as long as the process
   PyTypeObject* type = detail::kernel_type();
   nb::object object = nb::steal(type->tp_alloc(type, 0));
   if (!object.is_valid()) throw nb::python_error();
