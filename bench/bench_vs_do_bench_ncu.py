@@ -56,8 +56,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))  # taot's front end: bench files and statistics
-from taot.benchfile import load_bench_file  # noqa: E402
-from taot.stats import median  # noqa: E402
+from taot.measure.benchfile import load_bench_file  # noqa: E402
+from taot.measure.stats import median  # noqa: E402
 
 # Per library: the kernel timed, its @triton.jit function's name (ncu's kernel name) and the shapes,
 # in the order of the bench file's DIMS.

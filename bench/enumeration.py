@@ -26,7 +26,7 @@ SPECS = [
 
 CHILD = r"""
 import json, statistics, sys, time, tracemalloc
-from taot.spec import load_spec
+from taot.spec.validate import load_spec
 path = sys.argv[1]
 library = load_spec(path, label=path)
 times = []

@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from taot.benchfile import load_bench_file  # noqa: E402
-from taot.expressions import run_program  # noqa: E402
+from taot.measure.benchfile import load_bench_file  # noqa: E402
+from taot.spec.expressions import run_program  # noqa: E402
 
 DEFAULT_LIBRARY = ROOT / ".carry" / "fused_moe_tune"
 DEFAULT_BENCH = ROOT / "examples" / "fused_moe" / "bench_fused_moe.py"
@@ -117,7 +117,7 @@ def import_kernel(library, kernel):
 
 def jit_keywords(kernel, config):
     """The variant's config as Triton's JIT takes it: dtype fields as triton.language dtypes."""
-    from taot.dtypes import triton_dtype
+    from taot.spec.dtypes import triton_dtype
     kinds = {field["name"]: field["kind"] for field in kernel["config"]}
     return {name: triton_dtype(value) if kinds.get(name) == "dtype" else value for name, value in config.items()}
 

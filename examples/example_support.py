@@ -100,7 +100,7 @@ def _load_spec(spec_path):
     front_end = str(Path(__file__).resolve().parents[1] / "python")
     if front_end not in sys.path:
         sys.path.insert(0, front_end)
-    from taot.spec import load_spec
+    from taot.spec.validate import load_spec
     return load_spec(spec_path)
 
 
@@ -109,8 +109,8 @@ class LaunchRules:
     (compiled by the front end's rule_program, evaluated by its reference run_program)."""
 
     def __init__(self, kernel):
-        from taot.expressions import rule_program, run_program
-        from taot.model import BOOL, FLOAT, INT
+        from taot.spec.expressions import rule_program, run_program
+        from taot.spec.model import BOOL, FLOAT, INT
         self._run = run_program
         scalars = [arg.name for arg in kernel.args if arg.kind in (INT, FLOAT, BOOL)]  # as manifest.py
         self.heuristics = [(field, rule.names, rule_program(rule, scalars)) for field, rule in kernel.heuristics]

@@ -15,7 +15,7 @@ sys.path.insert(0, str(HERE.parents[1] / "python"))        # the taot front end 
 
 def spec_variants(spec, kernel):
     pytest.importorskip("triton", reason="the taot front end imports the kernel with Triton")
-    from taot.spec import load_spec
+    from taot.spec.validate import load_spec
     return load_spec(HERE / spec).variants[kernel]
 
 

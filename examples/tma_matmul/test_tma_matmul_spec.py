@@ -23,7 +23,7 @@ H100_BLOCK_SHARED = 232448 - 1024                          # opt-in limit minus 
 
 def spec_variants():
     pytest.importorskip("triton", reason="the taot front end imports the kernel with Triton")
-    from taot.spec import load_spec
+    from taot.spec.validate import load_spec
     spec = load_spec(SPEC)
     assert list(spec.variants) == [KERNEL]
     return spec.variants[KERNEL]

@@ -20,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 
-from taot.ir_files import read_stage  # noqa: E402
+from taot.compile.ir_files import read_stage  # noqa: E402
 
 KERNEL = textwrap.dedent('''
     import triton

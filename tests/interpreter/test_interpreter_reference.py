@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from taot.check import _interpreter_caveat, interpret
+from taot.debug.check import _interpreter_caveat, interpret
 
 NUM_SMS = 132  # any count: these kernels' grids do not use it
 
@@ -73,7 +73,7 @@ def test_a_bf16_mismatch_says_the_interpreter_computes_on_bit_patterns(torch, ex
     y = torch.tensor([2.0, 1.0, 0.25, -1.0], dtype=torch.bfloat16)
     args = [x, y, torch.empty_like(x), 4]
     (got,) = interpreter_outputs(library, "add_kernel", variant, args)
-    assert not torch.equal(got, x + y), "Triton's interpreter now adds bf16 right: drop taot.check._interpreter_caveat"
+    assert not torch.equal(got, x + y), "Triton's interpreter now adds bf16 right: drop taot.debug.check._interpreter_caveat"
     caveat = _interpreter_caveat(args)
     assert "bit patterns" in caveat and "--against jit or reference" in caveat
     assert _interpreter_caveat([x.half(), y.half(), x.half(), 4]) == ""

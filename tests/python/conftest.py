@@ -99,7 +99,7 @@ class Project:
         return path
 
     def load(self, spec, name="spec.toml"):
-        from taot.spec import load_spec
+        from taot.spec.validate import load_spec
         path = self.write_spec(spec, name)
         return load_spec(path, label=name)
 

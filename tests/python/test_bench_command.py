@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from taot import bench
-from taot.benchfile import load_bench_file
+from taot.measure import bench
+from taot.measure.benchfile import load_bench_file
 from taot.commands.bench import shape_filter
 from taot.errors import TaotError
-from taot.library_module import load_library, manifest_kernels
+from taot.library.built import load_library, manifest_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTOR_ADD_BENCH = ROOT / "examples" / "vector_add" / "bench_vector_add.py"

@@ -1,4 +1,4 @@
-# Bench reports from recorded timings (python/taot/bench_report.py): the text table, CSV, JSON (round
+# Bench reports from recorded timings (python/taot/measure/report.py): the text table, CSV, JSON (round
 # trip and errors) and the PNG plot of the sweep.
 import csv
 import json
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from taot import bench_report, stats
-from taot.bench_report import BenchReport, Record
+from taot.measure import report as bench_report, stats
+from taot.measure.report import BenchReport, Record
 from taot.errors import BenchFileError
 
 H100 = "NVIDIA H100 80GB HBM3"

@@ -1,4 +1,4 @@
-# Bench files (python/taot/benchfile.py, docs/bench-file.md): good files load into the model a user
+# Bench files (python/taot/measure/benchfile.py, docs/bench-file.md): good files load into the model a user
 # expects; every problem is an error naming the file, the name in it and what was expected; the
 # example bench files load, without torch, and agree with their specs.
 import sys
@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from conftest import REPO
-from taot.benchfile import Call, Shape, Tolerance, load_bench_file
+from taot.measure.benchfile import Call, Shape, Tolerance, load_bench_file
 from taot.errors import BenchFileError, SpecError
 
 BASE = '''\
@@ -49,7 +49,7 @@ def test_minimal_file(tmp_path):
 
 def test_full_file_for_one_kernel(tmp_path):
     bench = load(tmp_path, '''\
-        from taot.benchfile import Call
+        from taot.measure.benchfile import Call
 
         LIBRARY = "scale"
         KERNEL = "scale_kernel"
@@ -338,7 +338,7 @@ def test_make_args_that_fails_or_returns_something_else(tmp_path):
     with pytest.raises(BenchFileError) as caught:
         kernel.call(kernel.shapes[1], "cpu")
     assert str(caught.value).startswith("bench_scale.py: make_args(n=4096): expected a list or tuple of the "
-                                        "kernel's arguments, a dict of them by name, or taot.benchfile.Call")
+                                        "kernel's arguments, a dict of them by name, or taot.measure.benchfile.Call")
     assert str(caught.value).endswith("got 1")
 
 
@@ -385,7 +385,7 @@ def test_kernel_lookup_and_library_check(tmp_path):
 # ---- the examples ----
 
 def runtime_parameters(kernel_spec):
-    from taot.model import RUNTIME_KINDS
+    from taot.spec.model import RUNTIME_KINDS
     return [arg.name for arg in kernel_spec.args if arg.kind in RUNTIME_KINDS and not arg.launch_only]
 
 
@@ -394,7 +394,7 @@ def spec_outputs(kernel_spec):
 
 
 def test_vector_add_bench_file_agrees_with_its_spec():
-    from taot.spec import load_spec
+    from taot.spec.validate import load_spec
     bench = load_bench_file(REPO / "examples" / "vector_add" / "bench_vector_add.py")
     spec = load_spec(REPO / "examples" / "vector_add" / "vector_add.toml")
     bench.check_library(spec.name, [kernel.name for kernel in spec.kernels])
@@ -410,7 +410,7 @@ def test_vector_add_bench_file_agrees_with_its_spec():
 
 
 def test_matmul_bench_file_agrees_with_its_spec():
-    from taot.spec import load_spec
+    from taot.spec.validate import load_spec
     bench = load_bench_file(REPO / "examples" / "matmul" / "bench_matmul.py")
     spec = load_spec(REPO / "examples" / "matmul" / "matmul.toml")
     assert bench.library == spec.name == "matmul"
@@ -432,7 +432,7 @@ def test_matmul_bench_file_agrees_with_its_spec():
 @pytest.mark.parametrize("kernel_name", ["matmul", "matmul_generic"])
 def test_matmul_bench_arguments_on_the_cpu(kernel_name):
     torch = pytest.importorskip("torch", reason="make_args makes torch tensors: needs torch (not installed)")
-    from taot.spec import load_spec
+    from taot.spec.validate import load_spec
     kernel = load_bench_file(REPO / "examples" / "matmul" / "bench_matmul.py").kernel(kernel_name)
     kernel_spec = {k.name: k for k in load_spec(REPO / "examples" / "matmul" / "matmul.toml").kernels}[kernel_name]
     shape = kernel.shapes[1]
@@ -507,7 +507,7 @@ def test_call_shape_errors_name_the_function_and_the_launch(tmp_path):
 
 
 def test_the_documentation_lists_every_field():
-    from taot.benchfile import FIELDS
+    from taot.measure.benchfile import FIELDS
     text = (REPO / "docs" / "bench-file.md").read_text()
     table = text[text.index("| at the top | `KERNELS` key |"):text.index("Any other name in the file")]
     for field in FIELDS:
@@ -519,7 +519,7 @@ def test_the_documentation_lists_every_field():
 
 @pytest.mark.parametrize("example", ["vector_add", "matmul", "softmax"])
 def test_example_bench_files_load_and_name_their_specs_kernels(example):
-    from taot.spec import load_spec
+    from taot.spec.validate import load_spec
     torch_before = "torch" in sys.modules
     folder = REPO / "examples" / example
     bench = load_bench_file(folder / f"bench_{example}.py")

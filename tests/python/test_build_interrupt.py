@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from taot import build as build_module
+from taot.compile import engine as build_module
 
 
 def _interrupted_compile_whose_cleanup_fails(job):

@@ -2,7 +2,7 @@
 import hashlib
 import json
 
-from taot.manifest import render
+from taot.library.manifest import render
 import os
 import re
 import subprocess
@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from conftest import REPO, base_spec
-from taot.build import build
+from taot.compile.engine import build
 from taot.errors import CompileError
-from taot.ir_files import read_stage
+from taot.compile.ir_files import read_stage
 
 MANIFEST_IMAGE_KEYS = {"target", "arch", "arch_specific", "dir", "cubin", "cubin_sha256", "function_name",
                        "num_warps", "num_ctas", "num_stages", "shared", "global_scratch_size",
@@ -282,7 +282,7 @@ def test_cli_compile_failure_exits_1_and_names_the_variant(project):
 
 
 def test_native_diagnostics_are_kept_without_ir_dumps():
-    from taot.jobs import error_text
+    from taot.compile.jobs import error_text
     captured = ("Unsupported conversion from f8E4M3FN to f64\n"
                 "#blocked = #ttg.blocked<{sizePerThread = [1]}>\n"
                 "module attributes {} {\n  tt.func public @k() {\n    tt.return\n  }\n}\n"
@@ -351,8 +351,8 @@ def test_same_named_neighbour_modules_of_two_folders_stay_apart(tmp_path, worker
 
 
 def test_the_depfile_names_each_folders_neighbour(tmp_path):
-    from taot import depfile
-    from taot.kernel_source import import_source
+    from taot.compile import depfile
+    from taot.spec.source import import_source
     write_neighbour_folders(tmp_path)
     plus_one, times_two = (import_source(tmp_path / folder / "kern.py") for folder in ("a", "b"))
     assert plus_one.op is not times_two.op

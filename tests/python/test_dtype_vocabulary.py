@@ -1,11 +1,11 @@
-"""The front end's dtype names (python/taot/dtypes.py) are the runtime's: the X-macro list in
+"""The front end's dtype names (python/taot/spec/dtypes.py) are the runtime's: the X-macro list in
 runtime/include/taot/dtype_list.h, which the C ABI, the C++ runtime, the code generator and the
 Python bindings are all made from."""
 import re
 
 from conftest import REPO
 
-from taot import dtypes
+from taot.spec import dtypes
 
 HEADER = REPO / "runtime" / "include" / "taot" / "dtype_list.h"
 

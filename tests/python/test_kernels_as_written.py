@@ -8,8 +8,8 @@ import pytest
 
 from conftest import REPO
 from taot.errors import SpecError
-from taot.jobs import variant_inputs
-from taot.spec import load_spec
+from taot.compile.jobs import variant_inputs
+from taot.spec.validate import load_spec
 
 HEADER = "import triton\nimport triton.language as tl\n\n"
 
@@ -442,7 +442,7 @@ def test_string_constexprs_none_pointers_option_named_constexprs_per_target_opti
 
 
 def test_string_and_none_reach_the_manifest(tmp_path):
-    from taot.manifest import _arg, _config_field, _specialization, _variant
+    from taot.library.manifest import _arg, _config_field, _specialization, _variant
     library = load(tmp_path, STRINGS_AND_NONE, STRINGS_SPEC)
     kernel = library.kernels[0]
     variants = library.variants["kernel"]
@@ -497,7 +497,7 @@ BLOCK = { constexpr = 128 }
 
 
 def test_launch_only_arguments_and_num_sms_in_grids(tmp_path):
-    from taot.manifest import _arg
+    from taot.library.manifest import _arg
     library = load(tmp_path, LAUNCH, LAUNCH_SPEC)
     kernel = library.kernels[0]
     variant = library.variants["kernel"][1]  # n_cols not ==1

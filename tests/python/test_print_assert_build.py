@@ -4,10 +4,10 @@
 import io
 
 from conftest import base_spec
-from taot import jobs
-from taot.build import build, plan_jobs
+from taot.compile import jobs
+from taot.compile.engine import build, plan_jobs
 from taot.commands.compile import Progress
-from taot.spec import force_debug, load_spec
+from taot.spec.validate import force_debug, load_spec
 
 PRINTING_SOURCE = '''\
 import triton

@@ -1,4 +1,4 @@
-# Profiles (python/taot/profiler.py, docs/profile.md) from a recorded trace: the tree of library ->
+# Profiles (python/taot/debug/profiler.py, docs/profile.md) from a recorded trace: the tree of library ->
 # kernel -> variant with counts, GPU times, the steps that chose the variants and a bench file's
 # FLOPs and bytes; the text tree; hatchet JSON that Triton's proton-viewer reads back, deriving
 # time/s, tflop16/s, gbyte/s and util from it.
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from taot import profiler
-from taot.benchfile import load_bench_file
+from taot.debug import profiler
+from taot.measure.benchfile import load_bench_file
 from taot.errors import TaotError
 
 FIXTURES = Path(__file__).resolve().parent / "profile_fixtures"

@@ -2,7 +2,7 @@
 import sys
 
 from conftest import REPO  # noqa: F401 (puts python/ on sys.path)
-from taot import ptxas_report
+from taot.compile import ptxas_report
 
 SPILLING_LOG = """\
 ptxas info    : 0 bytes gmem

@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from conftest import REPO  # noqa: F401 (puts python/ on sys.path)
-from taot import cubin, rebuild
-from taot.cache_swap import without_locations
+from taot.workbench import cubin, rebuild
+from taot.workbench.cache_swap import without_locations
 
 KERNEL = textwrap.dedent('''
     import triton
@@ -31,8 +31,8 @@ def compiled(tmp_path_factory):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from taot.jobs import json_safe, private_triton_cache
-    from taot.pyfile import import_file
+    from taot.compile.jobs import json_safe, private_triton_cache
+    from taot.spec.pyfile import import_file
     folder = tmp_path_factory.mktemp("rebuild_kernel")
     (folder / "kernels.py").write_text(KERNEL)
     module = import_file(folder / "kernels.py", "rebuild_test_kernels")

@@ -8,8 +8,8 @@ import pytest
 
 from conftest import REPO
 from taot.errors import SpecError
-from taot.expressions import run_program
-from taot.spec import load_spec
+from taot.spec.expressions import run_program
+from taot.spec.validate import load_spec
 
 sys.path.insert(0, str(REPO / "tests" / "rules"))
 import make_rule_cases  # noqa: E402
@@ -86,7 +86,7 @@ def load(tmp_path, requires):
 
 
 def test_requires_reach_the_manifest_as_programs(tmp_path):
-    from taot.expressions import rule_program
+    from taot.spec.expressions import rule_program
     library = load(tmp_path, ["n_cols <= BLOCK", "n_rows * n_cols < 2147483648", "BLOCK >= 512 or bias_ptr is None"])
     kernel = library.kernels[0]
     assert [rule.text for rule in kernel.requires] == ["n_cols <= BLOCK", "n_rows * n_cols < 2147483648",

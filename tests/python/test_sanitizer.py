@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from taot import sanitizer
+from taot.debug import sanitizer
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ def test_example_message_is_exact(project):
 
 
 def test_file_not_found(project):
-    from taot.spec import load_spec
+    from taot.spec.validate import load_spec
     with pytest.raises(SpecError) as caught:
         load_spec(project.root / "missing.toml", label="missing.toml")
     assert str(caught.value) == "missing.toml: expected an existing spec file (.toml or .py), got no such file"
@@ -338,7 +338,7 @@ def test_option_rejected_by_triton_for_a_target(project):
     spec = base_spec()
     spec["library"]["targets"] = ["sm_80"]
     kernel(spec)["options"]["num_ctas"] = [2]
-    from taot.build import plan_jobs
+    from taot.compile.engine import plan_jobs
     library = project.load(spec)
     with pytest.raises(SpecError) as caught:
         plan_jobs(library, project.root / "out")
@@ -410,7 +410,7 @@ def test_output_is_only_for_pointers(project):
 
 
 def test_output_reaches_the_manifest_args(project):
-    from taot.manifest import _arg
+    from taot.library.manifest import _arg
     spec = base_spec()
     kernel(spec)["args"]["out_ptr"] = {"type": "*T", "output": True}
     library = project.load(spec)
@@ -434,7 +434,7 @@ def test_rank_is_only_for_pointers(project):
 
 
 def test_rank_reaches_the_manifest_args_only_when_given(project):
-    from taot.manifest import _arg
+    from taot.library.manifest import _arg
     spec = base_spec()
     kernel(spec)["args"]["out_ptr"] = {"type": "*T", "rank": 2}
     library = project.load(spec)

@@ -1,4 +1,4 @@
-# The statistics of timing samples and the rates and peaks derived from them (python/taot/stats.py),
+# The statistics of timing samples and the rates and peaks derived from them (python/taot/measure/stats.py),
 # against brute-force references.
 import math
 import random
@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from taot import stats
+from taot.measure import stats
 from taot.errors import TaotError
 
 

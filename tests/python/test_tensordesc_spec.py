@@ -20,8 +20,8 @@ def spec_error(project, spec):
 
 
 def test_each_variant_binds_the_dtype_and_the_block_from_its_config(project):
-    from taot.jobs import variant_inputs
-    from taot.manifest import _arg, _specialization
+    from taot.compile.jobs import variant_inputs
+    from taot.library.manifest import _arg, _specialization
     library = project.load(descriptor_spec())
     kernel = library.kernels[0]
     variants = library.variants["scale_kernel"]

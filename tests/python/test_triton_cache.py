@@ -2,7 +2,7 @@
 kernel's file, and the refusals that name the argument (taot/triton_cache.py)."""
 import pytest
 
-from taot.triton_cache import CacheProblem, function_location, integer_constants, parse_parameters
+from taot.workbench.triton_cache import CacheProblem, function_location, integer_constants, parse_parameters
 
 SOURCE = '''#loc = loc("/work/my kernels/k\\C3\\A9.py":12:0)
 #loc7 = loc("/work/my kernels/k\\C3\\A9.py":14:8)

@@ -190,7 +190,7 @@ def fake_driver(tmp_path_factory):
     ({"FAKE_CUINIT": "34"}, "TaotError: the CUDA driver failed to start: error 34"),
 ])
 def test_the_gpu_count_is_the_drivers(fake_driver, environment, answer):
-    program = ("from taot import tuner\ntry:\n    print(tuner.visible_gpu_count())\n"
+    program = ("from taot.measure import tuner\ntry:\n    print(tuner.visible_gpu_count())\n"
                "except Exception as error:\n    print(f'{type(error).__name__}: {error}')")
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
                             env=dict(os.environ, **environment, LD_LIBRARY_PATH=str(fake_driver),

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import base_spec
 from taot.errors import SpecError
-from taot.manifest import relative
+from taot.library.manifest import relative
 
 
 def tables(project, *names):

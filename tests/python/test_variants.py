@@ -4,9 +4,9 @@ import re
 import pytest
 
 from conftest import REPO, base_spec
-from taot.expressions import fold_grid, parse_grid
+from taot.spec.expressions import fold_grid, parse_grid
 from taot.errors import SpecError
-from taot.spec import load_spec
+from taot.spec.validate import load_spec
 
 
 def ids(library, kernel="scale_kernel"):
@@ -54,7 +54,7 @@ def test_where_filters_on_values_type_variables_and_arguments(project):
 
 
 def test_manifest_config_values_follow_the_filters(project, tmp_path):
-    from taot.manifest import _config_field
+    from taot.library.manifest import _config_field
     spec = base_spec()
     spec["kernel"][0]["where"] = ["num_warps == 4"]
     spec["kernel"][0]["default"] = {"BLOCK": 128, "num_warps": 4}

@@ -12,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 
-from taot.expressions import cdiv, next_power_of_2, parse_rule, rule_program  # noqa: E402
+from taot.spec.expressions import cdiv, next_power_of_2, parse_rule, rule_program  # noqa: E402
 
 SCALARS = ["n", "m", "scale", "flag", "num_sms"]
 POINTERS = ["bias"]

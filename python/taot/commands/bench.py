@@ -2,11 +2,11 @@
 # baselines over its sweep on the production launch path; print a table, write CSV, JSON and a plot.
 import sys
 
-from .. import bench, bench_report, stats
-from ..benchfile import load_bench_file
+from ..measure import bench, report as bench_report, stats
+from ..measure.benchfile import load_bench_file
 from ..errors import TaotError
-from ..library_module import load_library
-from ..measure import TimingSettings
+from ..library.built import load_library
+from ..measure.calls import TimingSettings
 from .compile import positive_int
 
 

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from . import compile as compile_command
-from .. import depfile
+from ..compile import depfile
 from ..errors import TaotError
-from ..output_lock import HELD_BY_PARENT, OutputLock
+from ..compile.output_lock import HELD_BY_PARENT, OutputLock
 
 
 # The checkout this front end runs from, when it runs from one: the generated CMakeLists then builds

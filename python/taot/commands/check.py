@@ -5,10 +5,10 @@
 import json
 import sys
 
-from .. import check as engine
-from ..benchfile import load_bench_file
+from ..debug import check as engine
+from ..measure.benchfile import load_bench_file
 from ..errors import TaotError
-from ..library_module import MANIFEST, load_library
+from ..library.built import MANIFEST, load_library
 from .bench import add_where_argument, parse_where, shape_filter
 
 
@@ -32,7 +32,7 @@ def add_arguments(parser):
 
 
 def check(parser, arguments):
-    from ..bench import parse_variant_selection
+    from ..measure.bench import parse_variant_selection
     try:
         arguments.selection = parse_variant_selection(arguments.variants)
     except TaotError as error:

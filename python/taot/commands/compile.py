@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..errors import TaotError
-from ..ir_files import DEFAULT_MODE, MODES
+from ..compile.ir_files import DEFAULT_MODE, MODES
 
 
 def _whole_number(text, minimum, minimum_text):
@@ -90,7 +90,7 @@ def run(arguments, library=None):
 
 def load(arguments):
     """The spec, validated and enumerated; prints each kernel's variant count unless quiet."""
-    from ..spec import load_spec
+    from ..spec.validate import load_spec
     library = load_spec(Path(arguments.spec), label=arguments.spec, target_override=arguments.targets,
                         max_variants=arguments.max_variants, debug=getattr(arguments, "debug", False))
     if not arguments.quiet and not arguments.json:
@@ -99,7 +99,7 @@ def load(arguments):
 
 
 def compile_library(library, arguments):
-    from ..build import build
+    from ..compile.engine import build
     progress = None if arguments.quiet else Progress(sys.stderr)
     try:
         return build(library, arguments.output, workers=arguments.jobs, progress=progress,

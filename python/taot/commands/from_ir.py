@@ -2,7 +2,7 @@
 # and put it where it runs: into the library (kept under LIBDIR/overrides/, manifest.json pointing at
 # it, the library sources regenerated), into a Triton cache entry a JIT program loads
 # (--triton-cache), or into Triton's override directory (--override-dir); `--drop` removes a
-# library override. The work is done by taot.rebuild, taot.overrides and taot.cache_swap.
+# library override. The work is done by taot.workbench.rebuild, taot.library.overrides and taot.workbench.cache_swap.
 import json
 import sys
 from pathlib import Path
@@ -81,8 +81,8 @@ def run(arguments):
 # ---- the library ----
 
 def _into_library(arguments, say):
-    from .. import overrides
-    from ..output_lock import OutputLock
+    from ..library import overrides
+    from ..compile.output_lock import OutputLock
     outdir = Path(arguments.output)
     with OutputLock(outdir, wait=not arguments.no_wait, notice=say):
         located = overrides.locate(outdir, arguments.variant, arguments.target)
@@ -103,8 +103,8 @@ def _into_library(arguments, say):
 
 
 def _drop(arguments, say):
-    from .. import overrides
-    from ..output_lock import OutputLock
+    from ..library import overrides
+    from ..compile.output_lock import OutputLock
     outdir = Path(arguments.output)
     with OutputLock(outdir, wait=not arguments.no_wait, notice=say):
         try:
@@ -135,7 +135,7 @@ def _drop(arguments, say):
 
 def _regenerate(outdir, arguments, say):
     """`taot gen` into LIBDIR, with --python when the folder has the library's Python module."""
-    from .. import overrides
+    from ..library import overrides
     from .build import run_gen
     library = overrides.load_manifest(outdir)["library"]
     say(f"taot gen {outdir / overrides.MANIFEST} -> {outdir}")
@@ -146,7 +146,8 @@ def _regenerate(outdir, arguments, say):
 # ---- a JIT program's Triton ----
 
 def _into_cache(arguments, say):
-    from .. import cache_swap, overrides, rebuild
+    from ..workbench import cache_swap, rebuild
+    from ..library import overrides
     variant_reference = None
     if arguments.variant:
         located = overrides.locate(Path(arguments.output), arguments.variant, arguments.target)
@@ -168,7 +169,8 @@ def _into_cache(arguments, say):
 
 
 def _into_override_dir(arguments, say):
-    from .. import cache_swap, overrides
+    from ..workbench import cache_swap
+    from ..library import overrides
     outdir = Path(arguments.output)
     located = overrides.locate(outdir, arguments.variant, arguments.target)
     reference = overrides.reference(outdir, located)
@@ -194,7 +196,7 @@ def _into_override_dir(arguments, say):
 
 def _rebuild(path, reference, say):
     """Rebuild and check the signature, reporting what happened."""
-    from .. import rebuild
+    from ..workbench import rebuild
     rebuilt = rebuild.rebuild(path, reference)
     if rebuilt.output.strip():
         sys.stderr.write(rebuilt.output)
@@ -214,7 +216,7 @@ def _describe(rebuilt, reference, label):
     """The result's facts for --json."""
     import hashlib
 
-    from .. import rebuild
+    from ..workbench import rebuild
     return {"replaces": label, "stage": rebuilt.stage, "file": str(rebuilt.path), "sha256": rebuilt.sha256,
             "cubin_sha256": hashlib.sha256(rebuilt.cubin).hexdigest(), "num_warps": rebuilt.metadata.get("num_warps"),
             "shared": rebuilt.metadata.get("shared"), "changes": rebuild.changes(rebuilt, reference),

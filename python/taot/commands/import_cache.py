@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from ..errors import TaotError
-from ..ir_files import DEFAULT_MODE, MODES
-from ..output_lock import HELD_BY_PARENT, OutputLock
+from ..compile.ir_files import DEFAULT_MODE, MODES
+from ..compile.output_lock import HELD_BY_PARENT, OutputLock
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -40,7 +40,7 @@ def add_arguments(parser):
 
 def check(parser, arguments):
     """Usage errors the parser cannot see alone (exit 2)."""
-    from ..cache_import import parse_grid_option
+    from ..workbench.cache_import import parse_grid_option
     if arguments.name is None:
         arguments.name = _library_name(Path(arguments.output).resolve().name)
     elif not IDENTIFIER.fullmatch(arguments.name):
@@ -64,8 +64,8 @@ def _library_name(folder_name):
 
 
 def run(arguments):
-    from ..cache_import import import_cache, select_entries
-    from ..triton_cache import CacheProblem, read_cache
+    from ..workbench.cache_import import import_cache, select_entries
+    from ..workbench.triton_cache import CacheProblem, read_cache
     from .build import run_gen, taot_binary
     taot_binary()  # before any work: a missing `taot` for the gen step is said first
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import TaotError
 from ..fsutil import write_atomically
-from ..targets import accepted_target_names, parse_target
+from ..spec.targets import accepted_target_names, parse_target
 from .compile import positive_int
 
 SUMMARY = "passes.json"  # in OUTDIR: the report, and the files a later run replaces
@@ -53,7 +53,7 @@ def check(parser, arguments):
 
 
 def run(arguments):
-    from .. import pipelines
+    from ..workbench import passes as pipelines
 
     path = _existing_file(Path(arguments.ir_file))
     stage = pipelines.input_stage(path)
@@ -110,8 +110,8 @@ def _run_steps(run_state, steps, output, arguments):
     after each step, final.<ext>, and the report as passes.json after each step (so that a failure
     leaves a report of what was written). Returns the report; PassFailed naming the last file written
     when a step fails."""
-    from ..jobs import json_safe
-    from ..pipelines import PassFailed
+    from ..compile.jobs import json_safe
+    from ..workbench.passes import PassFailed
 
     _clear_previous(output, run_state.path)
     width = max(2, len(str(len(steps))))
@@ -175,7 +175,7 @@ def _clear_previous(output, source):
 def _heading(description, what):
     """Two lines: the pipeline, Triton, the target and the file; the tunable options grouped by where
     they came from, and how many others a metadata file gave (--json lists them)."""
-    from ..pipelines import TUNABLE_OPTIONS
+    from ..workbench.passes import TUNABLE_OPTIONS
 
     groups = {}
     others = {}

@@ -10,8 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import profiler
-from ..benchfile import load_bench_file
+from ..debug import profiler
+from ..measure.benchfile import load_bench_file
 from ..errors import TaotError
 
 # The runtime writes one trace per process (%p: its id) into the command's temporary folder.

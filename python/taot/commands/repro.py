@@ -7,7 +7,7 @@ import shutil
 import string
 from pathlib import Path
 
-from ..dtypes import DTYPES
+from ..spec.dtypes import DTYPES
 from ..errors import TaotError
 from ..fsutil import write_if_changed
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import sanitizer
+from ..debug import sanitizer
 from ..cli import COMMANDS
 from ..errors import TaotError
 

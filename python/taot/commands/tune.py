@@ -6,10 +6,10 @@ import sys
 import time
 from pathlib import Path
 
-from .. import tuner
-from ..benchfile import load_bench_file
+from ..measure import tuner
+from ..measure.benchfile import load_bench_file
 from ..errors import TaotError
-from ..library_module import manifest_kernels
+from ..library.built import manifest_kernels
 from .bench import add_where_argument, parse_where, shape_filter
 from .compile import positive_int
 

@@ -1,7 +1,7 @@
 /* The element types taot knows, listed once (an X-macro). Every dtype table of the runtime, the code
  * generator and the Python bindings is made from this list: the C ABI's taot_dtype, C++'s
  * taot::DType, names, sizes, the generator's enumerators, DLPack and __cuda_array_interface__
- * codes, torch's names. python/taot/dtypes.py lists the same names for specs; a test
+ * codes, torch's names. python/taot/spec/dtypes.py lists the same names for specs; a test
  * (tests/python/test_dtype_vocabulary.py) reads this file and checks that they agree.
  * Pure C; no includes. */
 #ifndef TAOT_DTYPE_LIST_H_

@@ -49,7 +49,7 @@ struct Statistics {
 // linear interpolation between the order statistics around h,
 // sorted[floor(h)] + (h - floor(h)) * (sorted[floor(h) + 1] - sorted[floor(h)]).
 // numpy's default (method="linear", Hyndman and Fan's type 7), torch.quantile's, do_bench's, and
-// python/taot/stats.py's quantile(). q is clamped to [0, 1]; an empty list gives NaN.
+// python/taot/measure/stats.py's quantile(). q is clamped to [0, 1]; an empty list gives NaN.
 double quantile(const std::vector<double>& sorted, double q) noexcept;
 
 // min, quantile() at 0.2, 0.5 and 0.8, max and the mean of `samples` (in any order); all NaN

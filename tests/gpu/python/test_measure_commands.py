@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[3]
 WORK = Path(os.environ.get("TAOT_GPU_WORK", ROOT / "build-gpu"))
 sys.path.insert(0, str(ROOT / "python"))
 
-from taot import bench_report  # noqa: E402
+from taot.measure import report as bench_report  # noqa: E402
 
 
 def taot(*arguments, timeout=560):
@@ -115,9 +115,9 @@ def test_tune_fused_moe_then_the_table_drives_the_automatic_choice():
 # variant the rebuilt library chooses with no table loaded is the one the tuner picked, by the table.
 CHECK_CHOICES = r"""
 import json, sys
-from taot.bench import ArgumentCache
-from taot.benchfile import load_bench_file
-from taot.library_module import load_library
+from taot.measure.bench import ArgumentCache
+from taot.measure.benchfile import load_bench_file
+from taot.library.built import load_library
 library = load_library(sys.argv[1])
 tuned = {e["key"][0]: e["measured"]["variant"] for e in json.load(open(sys.argv[2]))["entries"]}
 kernel, info = library.kernel("fused_moe_kernel"), library.info("fused_moe_kernel")

@@ -23,7 +23,7 @@ class FakeBackend:
         return [m, candidate_id] in self.plan.get(name, [])
 
     def begin(self, shape):
-        from taot.tuner import Candidate
+        from taot.measure.tuner import Candidate
 
         self.m = shape["M"]
         every = [Candidate(c["id"], c["config"], index) for index, c in enumerate(self.candidates)]

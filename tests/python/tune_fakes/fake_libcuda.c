@@ -1,5 +1,5 @@
 /* A stand-in for libcuda.so.1 with the three entry points `taot tune` asks for a GPU count
- * (python/taot/tuner.py, visible_gpu_count): cuInit answers $FAKE_CUINIT (default 0, success),
+ * (python/taot/measure/tuner.py, visible_gpu_count): cuInit answers $FAKE_CUINIT (default 0, success),
  * cuDeviceGetCount answers $FAKE_GPU_COUNT devices, cuGetErrorName names 100 and 999. */
 #include <stdlib.h>
 

@@ -1,0 +1,1 @@
+# Finding what is wrong: comparing against references (check), profiles (profile), compute-sanitizer runs (sanitize).

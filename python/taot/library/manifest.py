@@ -1,0 +1,205 @@
+# Build manifest.json (schema in docs/manifest.md) from the spec, its variants and their artifacts.
+import hashlib
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+from ..compile import artifacts
+from . import overrides
+from ..spec.expressions import rule_program
+from ..spec.model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER, TENSORDESC
+from ..spec.targets import Target
+
+SCHEMA = "taot.manifest"
+SCHEMA_VERSION = 2
+
+
+def relative(path, base):
+    return Path(os.path.relpath(path, base)).as_posix()
+
+
+LINE_WIDTH = 100
+
+
+def render(manifest):
+    """Sorted keys, two-space indent, trailing newline: the same manifest gives the same bytes. A
+    value whose one-line form fits in LINE_WIDTH columns where it starts stays on one line (a grid
+    instruction, a specialization entry, a list of numbers)."""
+    return _render(manifest, 0, 0) + "\n"
+
+
+def _render(value, depth, column):
+    flat = json.dumps(value, sort_keys=True)
+    if not isinstance(value, (dict, list)) or not value or column + len(flat) <= LINE_WIDTH:
+        return flat
+    inner = "  " * (depth + 1)
+    if isinstance(value, list):
+        items = [inner + _render(item, depth + 1, len(inner)) for item in value]
+        return "[\n" + ",\n".join(items) + "\n" + "  " * depth + "]"
+    items = []
+    for key in sorted(value):
+        head = f"{inner}{json.dumps(key)}: "
+        items.append(head + _render(value[key], depth + 1, len(head)))
+    return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+
+
+def build_manifest(library, outdir, variant_hashes):
+    """The manifest dict; `variant_hashes` maps variant id -> hash of its target-independent inputs.
+    Every image's artifacts must exist (the build only calls this after all jobs succeeded)."""
+    import triton
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "triton_version": triton.__version__,
+        "library": library.name,
+        "spec": relative(library.path, outdir),
+        "targets": [target.name for target in library.targets],
+        "kernels": [_kernel(library, kernel, outdir, variant_hashes) for kernel in library.kernels],
+    }
+
+
+def _kernel(library, kernel, outdir, variant_hashes):
+    variants = library.variants[kernel.name]
+    entry = {
+        "name": kernel.name,
+        "function": kernel.function,
+        "source": relative(kernel.source, outdir),
+        "source_hash": hashlib.sha256(kernel.cache_key.encode()).hexdigest(),
+        "targets": [target.name for target in kernel.targets],
+        "grid": None if kernel.grid_text is None else list(kernel.grid_text),
+        "args": [_arg(arg, variants) for arg in kernel.args],
+        "config": [_config_field(field, variants) for field in kernel.config],
+        "variants": [_variant(library, kernel, variant, outdir, variant_hashes[variant.id]) for variant in variants],
+    }
+    if kernel.tuning_key:
+        entry["tuning_key"] = list(kernel.tuning_key)
+    if kernel.tuning:
+        entry["tuning"] = [relative(path, outdir) for path in kernel.tuning]
+    scalars = [arg.name for arg in kernel.args if arg.kind in (INT, FLOAT, BOOL)]
+    if kernel.heuristics:
+        entry["heuristics"] = [{"field": field, "expression": rule.text, "program": rule_program(rule, scalars)}
+                               for field, rule in kernel.heuristics]
+    if kernel.requires:
+        entry["requires"] = [{"expression": rule.text, "program": rule_program(rule, scalars)}
+                             for rule in kernel.requires]
+    return entry
+
+
+def _used_types(arg, variants):
+    """The argument's types that surviving variants use, in spec order."""
+    used = {binding.type for variant in variants for binding in variant.bindings if binding.name == arg.name}
+    return [choice for choice in arg.choices if choice in used]
+
+
+def _arg(arg, variants):
+    if arg.kind == POINTER:
+        entry = {"name": arg.name, "kind": POINTER, "dtypes": _used_types(arg, variants), "output": arg.output}
+        if arg.rank is not None:
+            entry["rank"] = arg.rank
+        if any(binding.none for variant in variants for binding in variant.bindings if binding.name == arg.name):
+            entry["none"] = True
+        return entry
+    if arg.kind == TENSORDESC:
+        blocks = []
+        for variant in variants:
+            for binding in variant.bindings:
+                if binding.name == arg.name and list(binding.block) not in blocks:
+                    blocks.append(list(binding.block))
+        return {"name": arg.name, "kind": TENSORDESC, "dtypes": _used_types(arg, variants), "output": arg.output,
+                "rank": len(arg.block), "blocks": blocks}
+    if arg.kind in (INT, FLOAT):
+        entry = {"name": arg.name, "kind": arg.kind, "types": _used_types(arg, variants)}
+        if arg.launch_only:
+            entry["launch_only"] = True
+        return entry
+    if arg.kind == BOOL:
+        return {"name": arg.name, "kind": BOOL}
+    return {"name": arg.name, "kind": CONSTEXPR}
+
+
+def _config_field(field, variants):
+    used = {_value_key(variant.config[field.name]) for variant in variants}
+    values = [value for value in field.values if _value_key(value) in used]
+    if field.kind != DTYPE:
+        values.sort()
+    return {"name": field.name, "kind": field.kind, "values": values, "default": field.default}
+
+
+def _value_key(value):
+    return (type(value).__name__, value)  # keeps True apart from 1
+
+
+def _variant(library, kernel, variant, outdir, variant_hash):
+    return {
+        "id": variant.id,
+        "hash": variant_hash,
+        "specialization": [_specialization(binding) for binding in variant.bindings],
+        "config": dict(variant.config),
+        "params": [binding.name for binding in variant.bindings
+                   if binding.hint != 1 and not binding.none and not binding.launch_only],
+        "grid": None if variant.grid is None else [list(program) for program in variant.grid],
+        "images": [_image(outdir, variant, kernel.function, target) for target in kernel.targets
+                   if target.name in variant.targets],
+    }
+
+
+def _specialization(binding):
+    if binding.kind == POINTER:
+        entry = {"arg": binding.name, "dtype": binding.type, "align": binding.align}
+        if binding.none:
+            entry["none"] = True
+        return entry
+    if binding.kind == TENSORDESC:
+        return {"arg": binding.name, "dtype": binding.type, "block": list(binding.block)}
+    if binding.kind == INT:
+        return {"arg": binding.name, "type": binding.type, "hint": binding.hint}
+    return {"arg": binding.name, "type": binding.type}
+
+
+def artifact_dir(outdir, variant_id, target_name):
+    return Path(outdir) / "artifacts" / variant_id / target_name
+
+
+def image_entry(outdir, variant_id, function, target_name, capability):
+    """One image's entry as a build writes it, read from its folders: for commands that update one
+    image of a written manifest (taot from-ir)."""
+    return _image(outdir, SimpleNamespace(id=variant_id), function, Target(target_name, capability))
+
+
+def _image(outdir, variant, function, target):
+    folder = artifact_dir(outdir, variant.id, target.name)
+    record = artifacts.read_record(folder)
+    override = overrides.read(outdir, variant.id, target.name)  # rebuilt by taot from-ir: read from there
+    if override is not None:
+        record, folder = override.image_record(folder, record), override.folder
+    metadata = json.loads((folder / record["metadata"]["file"]).read_text())
+    cubin = (folder / record["cubin"]["file"]).read_bytes()
+    num_ctas = metadata["num_ctas"]
+    files = dict(record["ir"], metadata=record["metadata"]["file"])
+    return {
+        "target": target.name,
+        "arch": target.capability,
+        "arch_specific": record["ptx_target"].endswith("a"),
+        "dir": relative(folder, outdir),
+        "cubin": relative(folder / record["cubin"]["file"], outdir),
+        "cubin_sha256": hashlib.sha256(cubin).hexdigest(),
+        "function_name": metadata["name"],
+        "num_warps": metadata["num_warps"],
+        "num_ctas": num_ctas,
+        "num_stages": metadata["num_stages"],
+        "shared": metadata["shared"],
+        "global_scratch_size": metadata["global_scratch_size"],
+        "global_scratch_align": metadata["global_scratch_align"],
+        "profile_scratch_size": metadata["profile_scratch_size"],
+        "profile_scratch_align": metadata["profile_scratch_align"],
+        "launch_cooperative_grid": metadata["launch_cooperative_grid"],
+        "launch_pdl": metadata["launch_pdl"],
+        "cluster_dims": metadata.get("cluster_dims") or [num_ctas, 1, 1],
+        "tmem_size": metadata.get("tmem_size", 0),
+        "maxnreg": metadata.get("maxnreg"),
+        "tensordesc_meta": metadata.get("tensordesc_meta") or [],
+        "artifacts": {key: relative(folder / name, outdir) for key, name in files.items()},
+        **({"ptxas": record["ptxas"]} if record.get("ptxas") else {}),  # what ptxas -v reported
+        **({"override": override.manifest_entry(outdir)} if override is not None else {}),
+    }

@@ -1,0 +1,590 @@
+# `taot tune`'s engine. The coordinator (this module) splits a bench file's tune shapes into tasks,
+# runs one worker process per GPU (python/taot.measure.tune_worker.py), records every candidate's outcome in
+# a journal as it arrives (so a run can resume, and a candidate that kills or hangs its worker is
+# recorded and skipped), and finally writes the tuned table in taot's format and vLLM's.
+#
+# Candidates are the library's compiled variants that accept a shape's arguments: nothing is
+# compiled while tuning. Each candidate is checked against the bench file's reference (the gate),
+# timed briefly, and timed in full unless it is far behind the best so far (early stopping).
+import ctypes
+import dataclasses
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .benchfile import Shape, load_bench_file
+from ..errors import TaotError
+from ..fsutil import write_atomically
+
+# A candidate's outcome. ok: timed in full; pruned: timed briefly, far behind the best; wrong: failed
+# the correctness gate; error: its launch failed; filtered: needs more shared memory or registers
+# than the device has; crashed: its worker died while running it; hung: its worker stopped
+# answering while running it (killed after the candidate timeout).
+STATUSES = ("ok", "pruned", "wrong", "error", "filtered", "crashed", "hung")
+JOURNAL_SCHEMA = "taot.tune.journal"
+JOURNAL_VERSION = 1
+_CUDA_ERROR_NO_DEVICE = 100  # cuInit's answer on a machine with a driver and no GPU
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One compiled variant as a candidate for a shape: its id, its config (field -> value) and the
+    worker's handle on it (the variant index)."""
+    id: str
+    config: dict
+    index: int = None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The backend: what a worker measures with. RealBackend uses the built module and torch; tests give a
+# file of their own (--backend) defining BACKEND(settings) with the same methods.
+# ---------------------------------------------------------------------------------------------------
+
+class FatalError(Exception):
+    """The worker's CUDA context cannot be used any more (a launch failed with a driver error)."""
+
+
+class RealBackend:
+    FatalError = FatalError
+
+    def __init__(self, settings):
+        import torch
+
+        from ..library.built import load_library
+        from .calls import TimingSettings  # noqa: F401  (the settings' keywords are its fields)
+
+        self.torch = torch
+        self.device = "cuda:0"
+        torch.cuda.set_device(self.device)
+        self.device_name = torch.cuda.get_device_name(self.device)
+        self.library = load_library(settings["library"], settings.get("module_dir"))
+        self.kernel = self.library.kernel(settings["kernel"])
+        self.info = self.library.info(settings["kernel"])
+        self.kernel_bench = load_bench_file(settings["bench"]).kernel(settings["kernel"])
+        self.variants = self.kernel.variants()
+        self.key_positions = [self.info.parameters.index(name) for name in settings["key"]]
+        self.check = settings.get("check", True)
+        properties = torch.cuda.get_device_properties(self.device)
+        self.shared_limit = getattr(properties, "shared_memory_per_block_optin", None)
+        self.cache = None
+
+    def begin(self, shape):
+        from .bench import ArgumentCache
+
+        self.cache = ArgumentCache(self.kernel_bench, self.info, self.device)
+        self.shape = shape
+        accepted, filtered = [], []
+        for variant in self.variants:
+            config = variant["config"]
+            args, _, _ = self.cache.entry(shape, config)
+            try:
+                self.kernel.choose(*args, variant=variant["index"])
+            except (ValueError, TypeError):
+                continue  # not a variant for these arguments (another dtype, specialization, rule)
+            candidate = Candidate(variant["id"], _plain(config), variant["index"])
+            (filtered if self._too_big(variant) else accepted).append(candidate)
+        args, _, _ = self.cache.entry(shape, accepted[0].config if accepted else {})
+        key = [_plain(args[p]) for p in self.key_positions]
+        return key, accepted, filtered
+
+    def _too_big(self, variant):
+        return self.shared_limit is not None and any(image["shared"] > self.shared_limit for image in variant["images"])
+
+    def filter_reasons(self, filtered):
+        return [f"needs {max(i['shared'] for i in self.variants[c.index]['images'])} bytes of shared memory; "
+                f"the device allows {self.shared_limit} per block" for c in filtered]
+
+    def gate(self, candidate):
+        from .calls import compare_outputs
+
+        args, guard, expected = self.cache.entry(self.shape, candidate.config)
+        if not self.check or expected is None:
+            return []
+        guard.restore()
+        self._launch(lambda: self.kernel(*args, variant=candidate.index))
+        return compare_outputs(self.kernel_bench, self.cache.output_names, guard.outputs(), expected)
+
+    def time(self, candidate, timing):
+        args, _, _ = self.cache.entry(self.shape, candidate.config)
+        return self._launch(lambda: self.kernel.time(*args, variant=candidate.index, **timing)["ms"])
+
+    def _launch(self, action):
+        try:
+            result = action()
+            self.torch.cuda.synchronize(self.device)
+            return result
+        except RuntimeError as error:  # a driver error: the context may be lost
+            raise FatalError(str(error)) from None
+
+    def load_table(self, path):
+        self.kernel.load_tuning(path)
+
+    def choose(self, shape):
+        from .bench import ArgumentCache
+
+        cache = ArgumentCache(self.kernel_bench, self.info, self.device)
+        config = cache.default_config(self.kernel) if self.kernel_bench.args_depend_on else None
+        args, _, _ = cache.entry(shape, config)
+        index, _ = self.kernel.choose(*args)
+        if self.kernel_bench.args_depend_on:  # the chosen config's arguments may choose differently
+            args, _, _ = cache.entry(shape, self.variants[index]["config"])
+            index, _ = self.kernel.choose(*args)
+        return self.variants[index]["id"]
+
+
+def _plain(value):
+    """JSON-ready: dicts and numbers as they are, anything else (a dtype) as text."""
+    if isinstance(value, dict):
+        return {name: _plain(item) for name, item in value.items()}
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if hasattr(value, "item") and getattr(value, "numel", lambda: 2)() == 1:
+        return value.item()
+    return str(value)
+
+
+def make_backend(settings):
+    if settings.get("backend"):
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("taot_tune_backend", settings["backend"])
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        backend = module.BACKEND(settings)
+        backend.FatalError = FatalError
+        return backend
+    return RealBackend(settings)
+
+
+def load_shapes(settings):
+    """The tasks' shapes, as the coordinator chose them (its --where applied), by task index."""
+    return [Shape(shape.items()) for shape in settings["shapes"]]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The journal: one JSON object per line, appended and flushed as results arrive.
+# ---------------------------------------------------------------------------------------------------
+
+class Journal:
+    """`<kernel>.journal.jsonl` in the output folder: a header (what is tuned, where, how), then per
+    task a begin line (its key and candidates), one line per candidate outcome and an end line."""
+
+    def __init__(self, path, header, resume):
+        self.path = Path(path)
+        self.tasks = {}  # task -> {"key", "candidates": {id: config}, "results": {id: result}, "done"}
+        self.device = None  # the device the results were measured on, once a worker has said
+        if self.path.exists():
+            if not resume:
+                raise TaotError(f"{self.path}: a journal of an earlier run is there; give --resume to go on with "
+                                f"it, or --restart to start over")
+            self._read(header)
+        elif resume:
+            raise TaotError(f"{self.path}: no journal to resume")
+        self.file = open(self.path, "a")
+        if not self.tasks and self.path.stat().st_size == 0:
+            self.write({"header": header})
+
+    def _read(self, header):
+        lines = self.path.read_text().splitlines()
+        entries = []
+        for number, line in enumerate(lines, 1):
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError:
+                if number == len(lines):
+                    break  # the last line, cut short by the interruption
+                raise TaotError(f"{self.path}:{number}: not a JSON line") from None
+        if not entries or "header" not in entries[0]:
+            raise TaotError(f"{self.path}: not a taot tune journal (no header line)")
+        old = entries[0]["header"]
+        for name in ("schema", "library", "kernel", "key", "shapes"):
+            if old.get(name) != header.get(name):
+                raise TaotError(f"{self.path}: the journal is of another run ({name} {old.get(name)!r}, now "
+                                f"{header.get(name)!r}); give --restart to start over")
+        for entry in entries[1:]:
+            self._apply(entry)
+        if lines and not self.path.read_text().endswith("\n"):
+            with open(self.path, "a") as file:
+                file.write("\n")  # a cut line stays behind, ignored; later lines start clean
+
+    def _apply(self, entry):
+        if "device" in entry:
+            self.device = entry["device"]
+            return
+        task = entry.get("task")
+        state = self.tasks.setdefault(task, {"key": None, "candidates": {}, "results": {}, "done": False})
+        if "begin" in entry:
+            state["key"] = entry["key"]
+            state["candidates"] = {c["id"]: c["config"] for c in entry["candidates"]}
+        elif "result" in entry:
+            state["results"][entry["result"]] = entry
+        elif "end" in entry:
+            state["done"] = True
+
+    def write(self, entry):
+        if "header" not in entry:
+            self._apply(entry)
+        self.file.write(json.dumps(entry, sort_keys=True) + "\n")
+        self.file.flush()
+        os.fsync(self.file.fileno())
+
+    def close(self):
+        if not self.file.closed:
+            self.file.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The coordinator
+# ---------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class TuneOptions:
+    gpus: list                 # indices among the GPUs this process sees, one worker each
+    candidate_timeout: float   # seconds a candidate may run before its worker is killed
+    max_restarts: int = 20     # per worker, then the run fails
+
+
+def visible_gpu_count():
+    """How many GPUs this process sees (CUDA_VISIBLE_DEVICES applies), asked of the CUDA driver
+    itself: importing torch for it would cost seconds. 0 when the driver finds no device; TaotError
+    when there is no driver or it fails to start."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError as error:
+        raise TaotError(f"no CUDA driver to run the workers on: {error}") from None
+    status = driver.cuInit(0)
+    if status == _CUDA_ERROR_NO_DEVICE:
+        return 0
+    count = ctypes.c_int(0)
+    if status == 0:
+        status = driver.cuDeviceGetCount(ctypes.byref(count))
+    if status != 0:
+        name = ctypes.c_char_p()
+        driver.cuGetErrorName(status, ctypes.byref(name))
+        raise TaotError(f"the CUDA driver failed to start: error {status}"
+                        + (f" ({name.value.decode()})" if name.value else ""))
+    return count.value
+
+
+def worker_visible_devices(gpu):
+    """CUDA_VISIBLE_DEVICES for a worker bound to GPU `gpu` of those this process sees: an entry of
+    this process's own CUDA_VISIBLE_DEVICES (an index or a UUID) where it has one."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return str(gpu)
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    return entries[gpu] if gpu < len(entries) else str(gpu)
+
+
+class _Worker:
+    def __init__(self, gpu, settings, messages):
+        self.gpu = gpu
+        self.settings = settings
+        self.messages = messages
+        self.restarts = 0
+        self.process = None
+        self.task = None
+        self.running = None     # the candidate started and not yet answered
+        self.started_at = None
+        self.start()
+
+    def start(self):
+        environment = dict(os.environ, CUDA_VISIBLE_DEVICES=worker_visible_devices(self.gpu),
+                           PYTHONUNBUFFERED="1")
+        python_path = str(Path(__file__).resolve().parents[1])
+        environment["PYTHONPATH"] = python_path + os.pathsep + environment.get("PYTHONPATH", "")
+        self.launched_at = time.monotonic()
+        self.process = subprocess.Popen([sys.executable, "-m", "taot.measure.tune_worker", "--settings",
+                                         json.dumps(self.settings)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, env=environment)
+        process = self.process
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process):
+        for line in process.stdout:
+            try:
+                message = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a stray print of the kernel's own code: not ours
+            self.messages.put((self, process, message))
+        process.wait()
+        self.messages.put((self, process, {"exited": process.returncode}))
+
+    def send(self, request):
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # its exit is on its way to the queue
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+
+    def stop(self):
+        self.send({"quit": True})
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+class Coordinator:
+    """Runs the tasks over the workers; `say` prints progress lines."""
+
+    def __init__(self, settings, shapes, journal, options, say):
+        self.settings, self.shapes, self.journal, self.options, self.say = settings, shapes, journal, options, say
+        self.pending = [t for t in range(len(shapes)) if not journal.tasks.get(t, {}).get("done")]
+        self.total = len(shapes)
+        self.device = None
+        self.started = time.monotonic()
+        self.tasks_done_now = 0  # tasks finished by this run (not by the run resumed)
+        self.failure = None
+        self.messages = queue.Queue()  # (worker, process, message) from every worker's reader thread
+        self.workers = []
+
+    def run(self):
+        """Runs the pending tasks. The workers stay up for verify(); close() stops them."""
+        self.workers = [_Worker(gpu, self.settings, self.messages) for gpu in self.options.gpus]
+        self._loop(self.workers, self.messages)
+        if self.failure:
+            raise TaotError(self.failure)
+
+    def close(self):
+        for worker in self.workers:
+            worker.stop()
+        self.workers = []
+
+    def verify(self, table_path, expectations):
+        """Loads the table into a worker (the first of run()'s, else a fresh one) and asks its automatic
+        choice for each task's shape; returns [(task, expected id, chosen id)] where they differ.
+        `expectations`: [(task, id)]."""
+        alive = [w for w in self.workers if w.process.poll() is None]
+        worker = alive[0] if alive else _Worker(self.options.gpus[0], self.settings, self.messages)
+        if not alive:
+            self.workers.append(worker)
+        worker.task = -1  # busy: an exit now is a failure
+        request = {"verify": str(table_path), "tasks": [list(e) for e in expectations]}
+        if alive:
+            worker.send(request)
+        try:
+            while True:
+                source, process, message = self.messages.get(timeout=max(60.0, self.options.candidate_timeout))
+                if source is not worker or process is not worker.process:
+                    continue
+                if "ready" in message:
+                    measured_on = self.device or self.journal.device
+                    if measured_on and message["ready"]["device"] != measured_on:
+                        raise TaotError(f"{self.journal.path}: measured on a {measured_on}; GPU {worker.gpu} is a "
+                                        f"{message['ready']['device']}; give --restart to tune this device")
+                    worker.send(request)
+                elif "verified" in message:
+                    chosen = dict((task, variant) for task, variant in message["verified"])
+                    return [(task, want, chosen[task]) for task, want in expectations if chosen[task] != want]
+                elif "error" in message or "exited" in message:
+                    raise TaotError(f"checking the table's choices: {message.get('error') or 'the worker exited'}")
+        except queue.Empty:
+            raise TaotError("checking the table's choices: the worker did not answer") from None
+        finally:
+            worker.task = None
+
+    def _assign(self, worker):
+        if not self.pending:
+            worker.task = None
+            return
+        task = self.pending.pop(0)
+        worker.task = task
+        worker.send({"task": task, "skip": sorted(self.journal.tasks.get(task, {}).get("results", {}))})
+
+    def _loop(self, workers, messages):
+        ready = set()
+        while (any(w.task is not None for w in workers) or self.pending or len(ready) < len(workers)) \
+                and not self.failure:
+            try:
+                worker, process, message = messages.get(timeout=1.0)
+            except queue.Empty:
+                self._check_hangs(workers)
+                continue
+            if process is not worker.process:
+                continue  # from a process already replaced
+            if "ready" in message:
+                device = message["ready"]["device"]
+                if self.journal.device is not None and device != self.journal.device:
+                    self.failure = (f"{self.journal.path}: measured on a {self.journal.device}; GPU {worker.gpu} is a "
+                                    f"{device}; give --restart to tune this device")
+                elif self.device is None:
+                    self.device = device
+                    if self.journal.device is None:
+                        self.journal.write({"device": device})
+                elif device != self.device:
+                    self.failure = (f"GPU {worker.gpu} is a {device}, GPU {workers[0].gpu} a {self.device}: a tuned "
+                                    f"table is for one kind of device; give --gpus of one kind")
+                if not self.failure:
+                    self.say(f"GPU {worker.gpu} ({device}): worker ready in "
+                             f"{time.monotonic() - worker.launched_at:.1f} s")
+                ready.add(worker)
+                self._assign(worker)
+            elif "begin" in message:
+                self.journal.write({"task": message["begin"], "begin": True, "key": message["key"],
+                                    "shape": dict(self.shapes[message["begin"]]), "candidates": message["candidates"]})
+            elif "start" in message:
+                worker.running, worker.started_at = message["start"], time.monotonic()
+            elif "result" in message:
+                self._record(worker, {key: value for key, value in message.items()})
+                worker.running = None
+            elif "end" in message:
+                self.journal.write({"task": message["end"], "end": True})
+                self.tasks_done_now += 1
+                self._progress(worker.task, final=True)
+                self._assign(worker)
+            elif "error" in message:
+                where = f"task {worker.task} ({dict(self.shapes[worker.task])})" if worker.task is not None else "worker"
+                if not message.get("fatal") or worker.task is None:
+                    self.failure = f"GPU {worker.gpu}, {where}: {message['error']}"
+                # fatal: the worker exits; its exit restarts it and resends the task
+            elif "exited" in message:
+                self._worker_exited(worker, message["exited"], ready)
+
+    def _record(self, worker, message):
+        entry = {"task": worker.task, "result": message["result"], "status": message["status"]}
+        for name in ("median_ms", "samples", "detail"):
+            if name in message:
+                entry[name] = message[name]
+        self.journal.write(entry)
+        self._progress(worker.task)
+
+    def _worker_exited(self, worker, code, ready):
+        if worker.task is None and not self.pending:
+            return  # asked to quit, or nothing left for it
+        if worker.running is not None:
+            self._record(worker, {"result": worker.running, "status": "crashed",
+                                  "detail": f"the worker exited with status {code} while running it"})
+            worker.running = None
+        worker.restarts += 1
+        if worker.restarts > self.options.max_restarts:
+            self.failure = f"GPU {worker.gpu}: its worker died {worker.restarts} times; last exit status {code}"
+            return
+        self.say(f"GPU {worker.gpu}: worker exited (status {code}); restarting it")
+        if worker.task is not None:
+            self.pending.insert(0, worker.task)
+            worker.task = None
+        ready.discard(worker)
+        worker.start()
+
+    def _check_hangs(self, workers):
+        now = time.monotonic()
+        for worker in workers:
+            if worker.running is not None and now - worker.started_at > self.options.candidate_timeout:
+                self._record(worker, {"result": worker.running, "status": "hung",
+                                      "detail": f"no answer within {self.options.candidate_timeout:g} s; worker killed"})
+                worker.running = None
+                worker.kill()  # its exit restarts it
+
+    def _progress(self, task, final=False):
+        done = sum(1 for state in self.journal.tasks.values() if state["done"])
+        state = self.journal.tasks.get(task, {})
+        key = state.get("key")
+        count, results = len(state.get("candidates", {})), state.get("results", {})
+        if not final and len(results) % 16 and len(results) != count:
+            return  # a line every 16 candidates, and at each task's end
+        elapsed = time.monotonic() - self.started
+        left = ""
+        if self.tasks_done_now:
+            left = f", about {elapsed / self.tasks_done_now * (self.total - done):.0f} s left"
+        best = best_result(state)
+        best_text = f", best {best['median_ms'] * 1e3:.2f} us ({best['result']})" if best else ""
+        self.say(f"[{done}/{self.total} keys] key {key}: {len(results)}/{count} candidates{best_text}; "
+                 f"{elapsed:.0f} s elapsed{left}")
+
+
+def best_result(state):
+    timed = [r for r in state.get("results", {}).values() if r["status"] == "ok"]
+    return min(timed, key=lambda r: r["median_ms"]) if timed else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The tables
+# ---------------------------------------------------------------------------------------------------
+
+def tuned_fields(journal):
+    """The config fields a table gives: those whose value differs among some task's candidates (the
+    others follow from the arguments, the heuristics or the default)."""
+    fields = []
+    for state in journal.tasks.values():
+        configs = list(state["candidates"].values())
+        for name in (configs[0] if configs else {}):
+            if len({json.dumps(c.get(name)) for c in configs}) > 1 and name not in fields:
+                fields.append(name)
+    return fields
+
+
+def table_entries(journal, fields):
+    """(entries, unresolved): per tuned key, the best candidate's config restricted to `fields`, with
+    its measurements; tasks where no candidate passed are listed in `unresolved`."""
+    entries, unresolved, seen = [], [], {}
+    for task in sorted(t for t in journal.tasks if journal.tasks[t]["done"]):
+        state = journal.tasks[task]
+        best = best_result(state)
+        if best is None:
+            unresolved.append((task, state["key"]))
+            continue
+        key = tuple(state["key"])
+        if key in seen:
+            continue  # two shapes with one key: the first tuned shape decides
+        seen[key] = task
+        config = state["candidates"][best["result"]]
+        counts = {status: 0 for status in STATUSES}
+        for result in state["results"].values():
+            counts[result["status"]] += 1
+        entries.append({"key": list(key), "config": {name: config[name] for name in fields if name in config},
+                        "measured": {"median_ms": best["median_ms"], "variant": best["result"],
+                                     "candidates": len(state["candidates"]),
+                                     **{status: count for status, count in counts.items() if count}}})
+    entries.sort(key=lambda entry: entry["key"])
+    return entries, unresolved
+
+
+def taot_table(kernel, library, device, key_names, entries, settings):
+    return {"schema": "taot.tuning", "schema_version": 1, "kernel": kernel, "library": library, "device": device,
+            "match": "nearest", "key": list(key_names), "entries": entries,
+            "measured": {"tool": "taot tune", "timing": settings["full"], "quick": settings["quick"],
+                         "prune_ratio": settings["prune_ratio"]}}
+
+
+def write_tables(output, kernel, library, device, key_names, journal, settings, vllm_path=None):
+    """Writes OUTPUT/<kernel>.json (taot's format) and, for a one-argument key, vLLM's JSON; returns
+    (paths, entries, unresolved)."""
+    fields = tuned_fields(journal)
+    entries, unresolved = table_entries(journal, fields)
+    if not entries:
+        raise TaotError("no key value has a candidate that passed: nothing to write (see the journal)")
+    paths = []
+    table_path = Path(output) / f"{kernel}.json"
+    write_atomically(table_path, (json.dumps(taot_table(kernel, library, device, key_names, entries, settings),
+                                             indent=1) + "\n").encode())
+    paths.append(table_path)
+    if len(key_names) == 1:
+        vllm = {"triton_version": _triton_version()}
+        vllm.update({str(entry["key"][0]): entry["config"] for entry in entries})
+        vllm_path = Path(vllm_path) if vllm_path else Path(output) / f"{vllm_file_name(device)}"
+        write_atomically(vllm_path, (json.dumps(vllm, indent=4) + "\n").encode())
+        paths.append(vllm_path)
+    return paths, entries, unresolved
+
+
+def vllm_file_name(device):
+    """vLLM's device part of a tuned file's name (spaces as underscores); E and N are the caller's to add."""
+    return f"device_name={device.replace(' ', '_')}.json"
+
+
+def _triton_version():
+    try:
+        from importlib.metadata import version
+        return version("triton")
+    except Exception:  # no Triton installed: the key is informational
+        return None

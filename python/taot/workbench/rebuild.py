@@ -1,0 +1,430 @@
+# Rebuild a kernel from an edited compile stage (.ttir, .ttgir, .llir, .ptx or .cubin): every later
+# stage recomputed, launch metadata that fits the result, and a check that it still takes the
+# parameters of the kernel it replaces. Triton 3.6 compiles from a .ttir or .ttgir path itself;
+# from .llir and .ptx (which its compile() cannot start from) this module calls the NVIDIA
+# backend's later stages as Triton's pipeline does (make_ptx, then make_cubin: ptxas); a .cubin is
+# taken as it is. What the stages after the edited one do not compute is carried from the kernel
+# being replaced, and the result says which values were.
+import gzip
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import cubin as cubin_reader
+from ..errors import TaotError
+
+STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
+
+# Triton's metadata keys that describe the compiled kernel rather than the options it was compiled
+# with: what a rebuild computes again, or carries where the stages after the edited one do not.
+KERNEL_KEYS = ("name", "num_warps", "num_ctas", "shared", "tmem_size", "global_scratch_size",
+               "global_scratch_align", "profile_scratch_size", "profile_scratch_align", "tensordesc_meta")
+
+# Options read from the replaced kernel's metadata but not passed on: the libdevice path and arch
+# are those of the machine that compiled it (Triton fills in this one's), ir_override names a file.
+_OPTIONS_NOT_CARRIED = ("extern_libs", "arch", "ir_override")
+
+ERROR_LINES = 20
+
+
+class RebuildError(TaotError):
+    """The edited file could not be rebuilt (unreadable, malformed, or Triton/ptxas refused it)."""
+
+
+class SignatureMismatch(TaotError):
+    """The rebuilt kernel's name or parameters differ from the kernel it is to replace."""
+
+
+@dataclass
+class Reference:
+    """The compiled kernel a rebuild replaces: what it must match and what it carries over."""
+    label: str            # for messages: "variant V for sm_90", "Triton cache entry KEY"
+    capability: int       # the compute capability it was compiled for (90)
+    metadata: dict        # Triton's metadata of the kernel in use now (options and carried values)
+    cubin: bytes          # the compiled cubin: its name and parameter sizes
+    stages: dict          # stage -> text of the compiled IR stages at hand (any may be missing)
+    parameter_names: tuple = ()  # the kernel's parameter names, for messages (scratch pointers included)
+
+
+@dataclass
+class Rebuilt:
+    """A kernel rebuilt from an edited stage."""
+    path: str             # the edited file, as given
+    stage: str            # the stage it holds: one of STAGES
+    data: bytes           # its content (decompressed when it was .gz)
+    sha256: str           # of `data`
+    stages: dict          # stage -> text: the edited stage and each IR stage recomputed after it
+    cubin: bytes
+    metadata: dict        # Triton's metadata for the rebuilt kernel (JSON-safe)
+    carried: tuple        # KERNEL_KEYS taken from the replaced kernel's metadata, not computed
+    mlir_signature: tuple = None  # (name, parameter types) when rebuilt from .ttir/.ttgir
+    ptxas: dict = None    # what ptxas -v reported (ptxas_report.parse), None when ptxas did not run
+    seconds: float = 0.0
+    output: str = ""      # what Triton and ptxas printed while rebuilding
+
+
+# ---- the edited file ----
+
+def stage_of(path):
+    """The stage a file holds, from its suffix (`k.ttgir`, `k.ttgir.gz`); RebuildError otherwise."""
+    suffixes = Path(path).suffixes
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    stage = suffixes[-1][1:] if suffixes else ""
+    if stage not in STAGES:
+        raise RebuildError(f"{path}: expected a .ttir, .ttgir, .llir, .ptx or .cubin file (or one of those "
+                           f"gzip-compressed, .gz), got {'suffix ' + repr(''.join(Path(path).suffixes)) if suffixes else 'no suffix'}")
+    return stage
+
+
+def read_edited(path):
+    """(stage, content bytes) of an edited file; .gz files are decompressed."""
+    stage = stage_of(path)
+    data = Path(path).read_bytes()
+    if Path(path).suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as error:
+            raise RebuildError(f"{path}: not a readable gzip file ({error})") from None
+    if stage != "cubin":
+        try:
+            data.decode()
+        except UnicodeDecodeError:
+            raise RebuildError(f"{path}: expected {stage} text (UTF-8), got binary data") from None
+    return stage, data
+
+
+_NAME_PATTERNS = {
+    "ttir": r"tt\.func\s+public\s+@([\w$.]+)",
+    "ttgir": r"tt\.func\s+public\s+@([\w$.]+)",
+    "llir": r"define\s+(?:[\w()]+\s+)*?ptx_kernel\s+void\s+@([\w$.]+)\s*\(",
+    "ptx": r"\.visible\s+\.entry\s+([\w$]+)\s*\(",
+}
+
+
+def kernel_name(path):
+    """The name of the kernel an edited file defines (the first public function or entry), or None."""
+    stage, data = read_edited(path)
+    if stage == "cubin":
+        try:
+            kernels = cubin_reader.read(data).kernels
+        except cubin_reader.CubinError:
+            return None
+        return next(iter(kernels)) if len(kernels) == 1 else None
+    match = re.search(_NAME_PATTERNS[stage], data.decode())
+    return match.group(1) if match else None
+
+
+# ---- rebuilding ----
+
+def rebuild(path, reference):
+    """Rebuild the kernel of the edited file at `path` to replace `reference`. Runs in a child
+    process, because a malformed LLVM IR file aborts the LLVM that parses it; what the compile
+    printed comes back in `output`. Raises RebuildError naming the file and what went wrong."""
+    stage, data = read_edited(path)
+    with tempfile.TemporaryDirectory(prefix="taot-from-ir-") as scratch:
+        log = Path(scratch) / "output.log"
+        context = multiprocessing.get_context("spawn")
+        try:
+            with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+                outcome, value = pool.submit(_rebuild_in_child, str(path), stage, data, reference, scratch,
+                                             str(log)).result()
+        except BrokenProcessPool:
+            printed = _read_log(log)
+            raise RebuildError(f"{path}: rebuilding from its {stage} crashed the compiler"
+                               + (f":\n{_diagnostics(printed)}" if printed.strip() else "")) from None
+    if outcome == "error":
+        raise RebuildError(f"{path}: rebuilding from its {stage} failed:\n{value}")
+    return value
+
+
+def _read_log(log):
+    try:
+        return log.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _diagnostics(text):
+    from ..compile.jobs import diagnostic_lines
+    lines = diagnostic_lines(text)
+    if len(lines) > ERROR_LINES:
+        lines = lines[:ERROR_LINES] + [f"... ({len(lines) - ERROR_LINES} more lines)"]
+    return "\n".join(lines)
+
+
+def _rebuild_in_child(path, stage, data, reference, scratch, log):
+    """("ok", Rebuilt) or ("error", text). Descriptors 1 and 2 go to `log` meanwhile, so that what
+    a crashing compiler printed can be shown by the parent."""
+    from ..compile import ptxas_report
+    from ..compile.jobs import error_text, private_triton_cache
+    with open(log, "wb") as stream:
+        os.dup2(stream.fileno(), 1)
+        os.dup2(stream.fileno(), 2)
+    start = time.perf_counter()
+    try:
+        with private_triton_cache(), ptxas_report.recording() as ptxas_log:
+            rebuilt = _rebuild(path, stage, data, reference, Path(scratch))
+    except RebuildError as error:
+        return "error", str(error)
+    except Exception as error:  # Triton's and ptxas' errors are the user's to read
+        return "error", error_text(error, None, _read_log(Path(log)))
+    rebuilt.seconds = time.perf_counter() - start
+    rebuilt.ptxas = ptxas_report.parse(ptxas_log.text, rebuilt.metadata["name"]) if stage != "cubin" else None
+    rebuilt.output = _read_log(Path(log))
+    return "ok", rebuilt
+
+
+def _rebuild(path, stage, data, reference, scratch):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+
+    from ..compile.jobs import json_safe
+
+    target = GPUTarget("cuda", reference.capability, 32)
+    backend = make_backend(target)
+    metadata = dict(reference.metadata)
+    mlir_signature = None
+    if stage in ("ttir", "ttgir"):
+        made_for = re.search(r'ttg\.target\s*=\s*"cuda:(\d+)"', data.decode())
+        if made_for and int(made_for.group(1)) != reference.capability:
+            raise RebuildError(f"{path}: its layouts were made for cuda:{made_for.group(1)} (ttg.target), and "
+                               f"{reference.label} is compiled for sm_{reference.capability}")
+        compiled_path = _plain_copy(path, stage, data, scratch)
+        mlir_signature, tensordesc_meta = _mlir_facts(compiled_path, stage, backend)
+        stages, cubin, metadata = _compile_mlir(compiled_path, target, reference.metadata)
+        if stage == "ttgir":  # Triton's make_ttgir, skipped here, is what records it
+            metadata["tensordesc_meta"] = tensordesc_meta
+        carried = ()
+    elif stage == "cubin":
+        stages, cubin = {}, data
+        carried = _from_cubin(path, cubin, metadata)
+    else:
+        text = data.decode()
+        options = backend.parse_options(carried_options(reference.metadata))
+        if stage == "llir":
+            from triton._C.libtriton import llvm
+            llvm.init_targets()
+            ptx = backend.make_ptx(text, metadata, options, reference.capability)
+            stages = {"llir": text, "ptx": ptx}
+        else:
+            ptx = text
+            stages = {"ptx": ptx}
+        cubin = backend.make_cubin(ptx, metadata, options, reference.capability)
+        metadata["name"] = _ptx_entry(path, ptx)[0]
+        carried = _carry_warps(path, metadata, _required_threads(ptx), "its .reqntid")
+    if stage in ("ttir", "ttgir"):
+        stages[stage] = data.decode()
+    return Rebuilt(path=path, stage=stage, data=data, sha256=hashlib.sha256(data).hexdigest(), stages=stages,
+                   cubin=cubin, metadata=json_safe(metadata), carried=carried, mlir_signature=mlir_signature)
+
+
+def carried_options(metadata):
+    """Triton's options as the replaced kernel was compiled with them, read from its metadata."""
+    from triton.backends.nvidia.compiler import CUDAOptions
+    options = {}
+    for key, value in metadata.items():
+        if key in CUDAOptions.__dataclass_fields__ and key not in _OPTIONS_NOT_CARRIED and value is not None:
+            options[key] = tuple(value) if isinstance(value, list) else value
+    return options
+
+
+def _plain_copy(path, stage, data, scratch):
+    """A path Triton can compile: the file itself, or its decompressed copy under the same name."""
+    if Path(path).suffix != ".gz":
+        return str(path)
+    copy = scratch / Path(path).with_suffix("").name
+    copy.write_bytes(data)
+    return str(copy)
+
+
+def _mlir_facts(path, stage, backend):
+    """((name, parameter types), tensor descriptor metadata) of a .ttir/.ttgir file, read the way
+    Triton's IRSource reads it (types without attributes: '*f32', 'i32')."""
+    from triton._C.libtriton import ir
+    from triton.compiler.compiler import IRSource
+    context = ir.context()  # the module lives only as long as its context: keep it while reading
+    source = IRSource(path, context, backend)
+    signature = (source.name.lstrip("@"), tuple(source.signature[index] for index in sorted(source.signature)))
+    tensordesc_meta = source.module.get_tensordesc_metadata() if stage == "ttgir" else None
+    return signature, tensordesc_meta
+
+
+def _compile_mlir(path, target, reference_metadata):
+    """Triton's own compile from an IR file: the stages after it, the cubin and the metadata. Options
+    are the replaced kernel's; from a .ttgir, num_warps and num_ctas are the file's attributes."""
+    import triton
+    compiled = triton.compile(path, target=target, options=carried_options(reference_metadata))
+    stages = {stage: compiled.asm[stage] for stage in STAGES[:-1] if stage in compiled.asm}
+    return stages, compiled.asm["cubin"], dict(compiled.metadata._asdict())
+
+
+def _from_cubin(path, data, metadata):
+    """Name and thread count from the cubin itself; everything else carried."""
+    try:
+        kernels = cubin_reader.read(data).kernels
+    except cubin_reader.CubinError as error:
+        raise RebuildError(f"{path}: not a cubin this reader understands: {error}") from None
+    if len(kernels) == 1:
+        kernel = next(iter(kernels.values()))
+    elif metadata.get("name") in kernels:
+        kernel = kernels[metadata["name"]]
+    else:
+        raise RebuildError(f"{path}: expected one kernel (or one named {metadata.get('name')}), got "
+                           f"{', '.join(sorted(kernels)) or 'none'}")
+    metadata["name"] = kernel.name
+    return _carry_warps(path, metadata, kernel.required_threads, "its REQNTID")
+
+
+def _carry_warps(path, metadata, threads, where):
+    """Set num_warps from the thread count the code requires, when it requires one; returns the
+    kernel keys carried from the replaced kernel."""
+    carried = [key for key in KERNEL_KEYS if key != "name"]
+    if threads:
+        count = threads[0] * threads[1] * threads[2]
+        if count % 32:
+            raise RebuildError(f"{path}: {where} asks for {count} threads per block, not a whole number of "
+                               f"32-thread warps")
+        metadata["num_warps"] = count // 32
+        carried.remove("num_warps")
+    return tuple(carried)
+
+
+_REQNTID = re.compile(r"^\s*\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", re.MULTILINE)
+
+
+def _required_threads(ptx):
+    match = _REQNTID.search(ptx)
+    if not match:
+        return ()
+    return tuple(int(value) if value else 1 for value in match.groups())
+
+
+# ---- signatures ----
+
+_PTX_ENTRY = re.compile(r"\.visible\s+\.entry\s+([\w$]+)\s*\(([^)]*)\)")
+
+
+def _ptx_entry(path, ptx):
+    """(name, parameter declarations) of a PTX text's one kernel entry: each declaration without
+    `.param` and the parameter's name ('.u64 .ptr .global .align 1', '.align 64 .b8 [128]')."""
+    entries = _PTX_ENTRY.findall(ptx)
+    if len(entries) != 1:
+        raise RebuildError(f"{path}: expected one .visible .entry in the PTX, got {len(entries)}")
+    name, parameters = entries[0]
+    declarations = []
+    for parameter in filter(None, (part.strip() for part in parameters.split(","))):
+        text = re.sub(r"^\.param\s+", "", parameter)
+        text = re.sub(r"\s*[\w$]+(\s*\[\d+\])?$", lambda match: match.group(1) or "", text)
+        declarations.append(" ".join(text.split()))
+    return name, tuple(declarations)
+
+
+def check_signature(rebuilt, reference):
+    """Raise SignatureMismatch when the rebuilt kernel's name or parameters differ from the
+    reference's: the MLIR function types (rebuilt from .ttir/.ttgir, when the reference kept its
+    TTIR), the PTX parameters (when both have PTX), and always the cubin's kernel name, parameter
+    sizes and SM."""
+    expected_name = reference.metadata.get("name")
+    if rebuilt.metadata.get("name") != expected_name:
+        _mismatch(rebuilt, reference, "its kernel is named", rebuilt.metadata.get("name"), expected_name,
+                  "the library and the JIT look the kernel up by name")
+    if rebuilt.mlir_signature is not None:
+        expected = _reference_mlir_signature(reference)
+        if expected is not None and rebuilt.mlir_signature[1] != expected[1]:
+            _mismatch(rebuilt, reference, "its function takes",
+                      _call(rebuilt.mlir_signature[0], rebuilt.mlir_signature[1]), _call(*expected),
+                      "Triton parameter types")
+        _check_divisibility(rebuilt, reference)
+    if "ptx" in rebuilt.stages and "ptx" in reference.stages:
+        got = _ptx_entry(rebuilt.path, rebuilt.stages["ptx"])[1]
+        expected = _ptx_entry(reference.label, reference.stages["ptx"])[1]
+        if got != expected:
+            _mismatch(rebuilt, reference, "its kernel takes", _call(expected_name, got),
+                      _call(expected_name, expected, reference.parameter_names), "PTX parameters")
+    ours, theirs = _cubin_kernel(rebuilt.path, rebuilt.cubin, rebuilt.metadata.get("name")), \
+        _cubin_kernel(reference.label, reference.cubin, expected_name)
+    if ours[0] != theirs[0]:
+        _mismatch(rebuilt, reference, "its cubin is for", f"sm_{ours[0]}", f"sm_{theirs[0]}", "the architecture")
+    if ours[1].parameter_sizes != theirs[1].parameter_sizes:
+        sizes = lambda kernel: tuple(f"{size} bytes" for size in kernel.parameter_sizes)  # noqa: E731
+        _mismatch(rebuilt, reference, "its kernel takes", _call(expected_name, sizes(ours[1])),
+                  _call(expected_name, sizes(theirs[1]), reference.parameter_names), "cubin parameter sizes")
+
+
+def _check_divisibility(rebuilt, reference):
+    """An edited .ttir/.ttgir may not assume more of a parameter (tt.divisibility) than the
+    reference's TTIR does: the library or the JIT would pass values that break the assumption."""
+    from .triton_cache import CacheProblem, parse_parameters
+    stage = next((stage for stage in ("ttir", "ttgir") if stage in reference.stages), None)
+    if stage is None:
+        return
+    name = rebuilt.mlir_signature[0]
+    try:
+        edited = parse_parameters(rebuilt.data.decode(), name)
+        compiled = parse_parameters(reference.stages[stage], name)
+    except CacheProblem:  # parameters parse_parameters does not read (descriptors): the types were checked
+        return
+    for ours, theirs in zip(edited, compiled):
+        if ours.divisibility and (not theirs.divisibility or theirs.divisibility % ours.divisibility):
+            promised = f"tt.divisibility = {theirs.divisibility}" if theirs.divisibility else "no tt.divisibility"
+            raise SignatureMismatch(
+                f"{rebuilt.path} does not fit {reference.label}: it assumes parameter {ours.name} is divisible by "
+                f"{ours.divisibility} (tt.divisibility = {ours.divisibility}), but the kernel it replaces has "
+                f"{promised}, so calls may pass values that are not")
+
+
+def _reference_mlir_signature(reference):
+    stage = next((stage for stage in ("ttir", "ttgir") if stage in reference.stages), None)
+    if stage is None:
+        return None
+    from triton.compiler import make_backend
+    from triton.backends.compiler import GPUTarget
+    with tempfile.TemporaryDirectory(prefix="taot-from-ir-") as scratch:
+        path = Path(scratch) / f"reference.{stage}"
+        path.write_text(reference.stages[stage])
+        signature, _ = _mlir_facts(str(path), stage, make_backend(GPUTarget("cuda", reference.capability, 32)))
+    return signature
+
+
+def _cubin_kernel(label, data, name):
+    try:
+        cubin = cubin_reader.read(data)
+    except cubin_reader.CubinError as error:
+        raise RebuildError(f"{label}: its cubin cannot be read: {error}") from None
+    kernel = cubin.kernels.get(name)
+    if kernel is None:
+        raise SignatureMismatch(f"{label}: its cubin has no kernel named {name} (it has "
+                                f"{', '.join(sorted(cubin.kernels)) or 'none'})")
+    return cubin.sm, kernel
+
+
+def _call(name, parameters, names=()):
+    if names and len(names) == len(parameters):
+        parameters = [f"{parameter} {label}" for parameter, label in zip(parameters, names)]
+    return f"{name}({', '.join(parameters)})"
+
+
+def _mismatch(rebuilt, reference, what, got, expected, aspect):
+    raise SignatureMismatch(f"{rebuilt.path} does not fit {reference.label} ({aspect}): {what} {got}, "
+                            f"expected {expected}")
+
+
+# ---- describing a result ----
+
+def changes(rebuilt, reference):
+    """'key old -> new' for each kernel key whose value the rebuild changed."""
+    described = []
+    for key in KERNEL_KEYS:
+        old, new = reference.metadata.get(key), rebuilt.metadata.get(key)
+        if old != new:
+            described.append(f"{key} {json.dumps(old)} -> {json.dumps(new)}")
+    return described
