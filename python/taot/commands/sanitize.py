@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..debug import sanitizer
 from ..cli import COMMANDS
+from .. import IMPORT_ROOT
 from ..errors import TaotError
 
 
@@ -44,7 +45,7 @@ def run_sanitized(tool, program, quiet):
 
     command = sanitizer.sanitizer_command(sanitizer.find_sanitizer(), tool, program_command(program))
     environment = dict(os.environ, **sanitizer.ENVIRONMENT)
-    environment["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + environment.get("PYTHONPATH", "")
+    environment["PYTHONPATH"] = str(IMPORT_ROOT) + os.pathsep + environment.get("PYTHONPATH", "")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment)
     lines = []
     for line in process.stdout:

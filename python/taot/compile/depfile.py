@@ -15,7 +15,8 @@ STAMP_NAME = "taot-build.stamp"
 def _installed_roots():
     """Folders whose modules are installed software, not the user's sources: the interpreter's
     library and site-packages, and taot's own package."""
-    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parent}
+    taot_package = Path(__file__).resolve().parents[1]
+    roots = {Path(sys.prefix), Path(sys.base_prefix), taot_package}
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
         path = sysconfig.get_paths().get(name)
         if path:

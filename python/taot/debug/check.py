@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ..measure.bench import ArgumentCache
+from .. import IMPORT_ROOT
 from ..errors import TaotError
 from ..spec.expressions import run_program
 from ..measure.calls import output_difference
@@ -188,7 +189,7 @@ def interpret(folder, manifest_kernel, variant_id, config, args, output_position
                     "config": config, "variant": variant_id, "positions": list(output_positions), "num_sms": num_sms},
                    inputs)
         environment = dict(os.environ, TRITON_INTERPRET="1",
-                           PYTHONPATH=str(Path(__file__).resolve().parents[1]) + os.pathsep +
+                           PYTHONPATH=str(IMPORT_ROOT) + os.pathsep +
                            os.environ.get("PYTHONPATH", ""))
         command = [sys.executable, "-m", "taot.debug.check", str(folder), json.dumps(manifest_kernel["name"]),
                    str(inputs), str(outputs)]

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from .benchfile import Shape, load_bench_file
+from .. import IMPORT_ROOT
 from ..errors import TaotError
 from ..fsutil import write_atomically
 
@@ -296,7 +297,7 @@ class _Worker:
     def start(self):
         environment = dict(os.environ, CUDA_VISIBLE_DEVICES=worker_visible_devices(self.gpu),
                            PYTHONUNBUFFERED="1")
-        python_path = str(Path(__file__).resolve().parents[1])
+        python_path = str(IMPORT_ROOT)
         environment["PYTHONPATH"] = python_path + os.pathsep + environment.get("PYTHONPATH", "")
         self.launched_at = time.monotonic()
         self.process = subprocess.Popen([sys.executable, "-m", "taot.measure.tune_worker", "--settings",
