@@ -33,7 +33,16 @@ COMMANDS = {
 }
 
 
+# The commands that call Triton: before one starts, the installed Triton is checked against the
+# releases taot supports (taot.triton_api). The others run built libraries and need none.
+TRITON_COMMANDS = {"compile", "build", "passes", "from-ir", "import-cache", "check"}
+
+
 def command_module(name):
+    """The command's module; raises UnsupportedTriton (a TaotError) for a command in TRITON_COMMANDS
+    when the Python taot runs has no Triton it supports."""
+    if name in TRITON_COMMANDS:
+        importlib.import_module("taot.triton_api")
     return importlib.import_module(COMMANDS[name])
 
 
@@ -65,7 +74,11 @@ def main(argv=None):
     if name not in COMMANDS:
         print(f"taot: unknown command '{name}' (the front end's commands: {', '.join(COMMANDS)})", file=sys.stderr)
         return 2
-    module = command_module(name)
+    try:
+        module = command_module(name)  # an unsupported Triton stops here (taot.triton_api)
+    except TaotError as error:
+        print(error.report(), file=sys.stderr)
+        return 1
     parser = argparse.ArgumentParser(prog=f"taot {name}")
     module.add_arguments(parser)
     arguments = parser.parse_args(rest)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+REPO = Path(__file__).resolve().parents[2]
+
 KERNEL = textwrap.dedent('''
     import triton
     import triton.language as tl
@@ -55,17 +57,21 @@ SPEC = textwrap.dedent('''
 
 # Compiles scale_kernel as Triton's JIT does for a call (x, out aligned; n=1000, neither 1 nor a
 # multiple of 16; BLOCK as argv[1]), into $TRITON_CACHE_DIR; prints the cubin's SHA-256, num_warps
-# and the source's hash (what keys Triton's override directory).
+# and the source's hash (what keys Triton's override directory). argv[2] is the project, argv[3]
+# taot's python/ (for the release row: from Triton 3.7 the JIT's attrs hold an entry for BLOCK too).
 JIT_LIKE = textwrap.dedent('''
     import hashlib, json, sys
-    sys.path.insert(0, sys.argv[2])
+    sys.path[:0] = [sys.argv[2], sys.argv[3]]
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+    from taot.triton_api import RELEASE
     import kernels
+    attrs = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]], (2,): []}
+    if RELEASE.constexpr_attrs_entries:
+        attrs[(3,)] = []
     source = ASTSource(kernels.scale_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
-                       {(3,): int(sys.argv[1])},
-                       {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]], (2,): []})
+                       {(3,): int(sys.argv[1])}, attrs)
     compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     print(json.dumps({"cubin": hashlib.sha256(compiled.asm["cubin"]).hexdigest(),
                       "num_warps": compiled.metadata.num_warps, "source_hash": source.hash()}))
@@ -187,6 +193,23 @@ def test_ttgir_with_more_warps_becomes_the_override_until_dropped(project, run_t
     assert not (lib / "overrides").exists()
     twice = from_ir(run_taot, "--drop", "--variant", vid, "-o", "lib", cwd=project)
     assert twice.returncode == 1 and "has no override" in twice.stderr
+
+
+def test_an_image_compiled_by_another_triton_release_is_refused_before_any_work(project, run_taot):
+    lib = project / "lib"
+    vid = variant_id(lib, 128, 0)
+    metadata_path = lib / "artifacts" / vid / "sm_90" / "metadata.json"
+    metadata = json.loads(metadata_path.read_text())
+    other = "3.5.1" if not metadata["triton_version"].startswith("3.5.") else "3.9.0"
+    metadata_path.write_text(json.dumps(dict(metadata, triton_version=other)))
+    (project / "same.ttgir").write_text(compiled_stage(lib, vid, "ttgir"))
+    before = library_files(lib)
+    done = from_ir(run_taot, "same.ttgir", "--variant", vid, "-o", "lib", cwd=project)
+    assert done.returncode == 1
+    assert f"was compiled by Triton {other}, and taot runs Triton {metadata['triton_version']}" in done.stderr
+    assert f"set TAOT_PYTHON to a Python with Triton {other}" in done.stderr
+    assert "Traceback" not in done.stderr and "rebuilt" not in done.stderr
+    assert library_files(lib) == before
 
 
 def test_drop_repairs_a_library_whose_override_folder_was_deleted(project, run_taot):
@@ -346,7 +369,8 @@ def test_wrong_variant_target_or_file_are_named(project, run_taot):
 
 
 def jit_like_compile(project, cache, block=128, **environment):
-    done = subprocess.run([sys.executable, "-c", JIT_LIKE, str(block), str(project)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", JIT_LIKE, str(block), str(project), str(REPO / "python")],
+                          capture_output=True, text=True,
                           env=dict(os.environ, TRITON_CACHE_DIR=str(cache), **environment), timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "python"))
+from jit_cache_writer import write_cache  # noqa: E402 (tests/python, the line above)
 
 KERNELS = '''
 import triton
@@ -70,6 +72,19 @@ def make_cache(folder, jobs, kernels=KERNELS):
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
     return folder / "cache"
+
+
+# A cache written the way Triton's JIT writes it: the kernels' own warmup, through the JIT's binder.
+ALIGNED = {"pointer": "fp32", "aligned": True}
+JIT_CALLS = [
+    *({"kernel": "scale", "args": [ALIGNED, ALIGNED, n, 2.0], "kwargs": {"BLOCK": 256}} for n in (1000, 1024, 100003)),
+    {"kernel": "scale", "args": [ALIGNED, {"pointer": "fp32", "aligned": False}, 1, 2.0], "kwargs": {"BLOCK": 128}},
+]
+
+
+def make_jit_cache(folder, calls, kernels=KERNELS):
+    """folder/kernels.py and folder/cache, the Triton cache a program making `calls` leaves."""
+    return write_cache(folder, calls, kernels)[0]
 
 
 def cache_cubins(cache):
@@ -314,3 +329,25 @@ def test_grids_are_checked(cache, tmp_path, run_taot, grid, status, message):
     assert result.returncode == status
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_cache_the_jit_wrote_is_imported_exactly_and_compiles_back(tmp_path, run_taot):
+    # n = 1000 and 100003 specialize alike (an i32 with an empty attrs entry), 1024 as 16-divisible,
+    # 1 as a constexpr; the JIT gives every parameter an attrs entry (3.7+: constexprs too).
+    cache = make_jit_cache(tmp_path / "jit", JIT_CALLS)
+    out = tmp_path / "lib"
+    result = run_taot("import-cache", cache, "-o", out, "--grid", "cdiv(n, BLOCK)")
+    assert result.returncode == 0, result.stderr
+    assert "scale: 3 variants for sm_90 from 3 cache entries, imported exactly" in result.stderr
+    assert "left out" not in result.stderr
+    assert library_cubins(out) == cache_cubins(cache)
+    scale = kernel_of(out, "scale")
+    assert sorted((variant["config"]["BLOCK"], variant["specialization"][2].get("hint"))
+                  for variant in scale["variants"]) == [(128, 1), (256, 0), (256, 16)]
+    # The spec compiles the same variants: nothing to do in the imported folder, the same cubins afresh.
+    again = run_taot("compile", out / "lib.toml", "-o", out)
+    assert again.returncode == 0, again.stderr
+    assert "compiled 0, up to date 3" in again.stderr
+    fresh = run_taot("compile", out / "lib.toml", "-o", tmp_path / "fresh")
+    assert fresh.returncode == 0, fresh.stderr
+    assert library_cubins(tmp_path / "fresh") == library_cubins(out)

@@ -61,7 +61,7 @@ KERNEL = textwrap.dedent("""
 
 @pytest.fixture(scope="session")
 def triton_ir(tmp_path_factory):
-    """k.ttir and k.ttgir as Triton 3.6 compiles the kernel above for sm_90, the pipelines Triton ran,
+    """k.ttir and k.ttgir as the installed Triton compiles the kernel above for sm_90, the pipelines it ran,
     and what Triton's own stages make from those files."""
     folder = tmp_path_factory.mktemp("triton_ir")
     (folder / "kernel.py").write_text(KERNEL)
@@ -135,7 +135,14 @@ def test_table_and_default_output_folder(run_taot, ir_copy, tmp_path):
     assert result.stderr == ""  # a short run shows no progress when stderr is not a terminal
 
 
-def test_list_runs_nothing(run_taot, ir_copy, tmp_path):
+def listed_index(run_taot, ir_file, pipeline, name):
+    """The 1-based index `taot passes --list` gives pass `name` in a pipeline (where it is depends on
+    the Triton release: its stage functions add different passes)."""
+    listed = run_json(run_taot, ir_file, "--list", "--pipeline", pipeline)
+    return next(step["index"] for step in listed["passes"] if step["pass"] == name)
+
+
+def test_list_runs_nothing(run_taot, triton_ir, ir_copy, tmp_path):
     ttir = ir_copy("k.ttir")
     result = run_taot("passes", ttir, "--list")
     assert result.returncode == 0, result.stderr
@@ -144,7 +151,8 @@ def test_list_runs_nothing(run_taot, ir_copy, tmp_path):
                for line in lines)
     assert not (tmp_path / "k.ttir.passes").exists()
     listed = run_json(run_taot, ttir, "--list", "--pipeline", "ttir")
-    assert [step["pass"] for step in listed["passes"]][:2] == ["inliner", "rewrite-tensor-pointer"]
+    assert listed["passes"][0]["pass"] == "inliner"
+    assert [step["mlir"] for step in listed["passes"]] == triton_pass_names(triton_ir, "ttir")
     assert not (tmp_path / "k.ttir.passes").exists()
 
 
@@ -161,8 +169,9 @@ def test_named_passes_only_and_earlier_output_replaced(run_taot, ir_copy, tmp_pa
     run_json(run_taot, ttir, "-o", out)
     (out / "notes.txt").write_text("mine")
     report = run_json(run_taot, ttir, "-o", out, "--passes", "1,coalesce,canonicalizer.2")
+    second_canonicalizer = listed_index(run_taot, ttir, "ttgir", "canonicalizer.2")
     assert [(step["step"], step["index"], step["pass"]) for step in report["steps"]] == \
-        [(1, 1, "convert-to-ttgpuir"), (2, 2, "coalesce"), (3, 15, "canonicalizer.2")]
+        [(1, 1, "convert-to-ttgpuir"), (2, 2, "coalesce"), (3, second_canonicalizer, "canonicalizer.2")]
     assert sorted(path.name for path in out.iterdir()) == [
         "00-input.ttgir", "01-convert-to-ttgpuir.ttgir", "02-coalesce.ttgir", "03-canonicalizer.2.ttgir",
         "final.ttgir", "notes.txt", "passes.json"]
@@ -200,10 +209,12 @@ def test_artifact_folder_options(run_taot, triton_ir, tmp_path):
 
 def test_a_failing_pass_is_named_and_earlier_output_kept(run_taot, ir_copy, tmp_path):
     out = tmp_path / "out"
+    ttgir = ir_copy("k.ttgir")
     # Lowering to LLVM before shared memory is allocated fails inside Triton's pass.
-    result = run_taot("passes", ir_copy("k.ttgir"), "--passes", "to-llvmir", "-o", out, "-q")
+    result = run_taot("passes", ttgir, "--passes", "to-llvmir", "-o", out, "-q")
     assert result.returncode == 1
-    assert "pass 10 to-llvmir (nvidia.passes.ttgpuir.add_to_llvmir) failed" in result.stderr
+    index = listed_index(run_taot, ttgir, "llir", "to-llvmir")
+    assert f"pass {index} to-llvmir (nvidia.passes.ttgpuir.add_to_llvmir) failed" in result.stderr
     assert "00-input.mlir" in result.stderr and "error:" in result.stderr.split("failed", 1)[1]
     assert (out / "00-input.mlir").is_file() and not (out / "final.mlir").exists()
     assert json.loads((out / "passes.json").read_text())["failed"]["pass"] == "to-llvmir"

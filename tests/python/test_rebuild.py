@@ -31,7 +31,8 @@ def compiled(tmp_path_factory):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from taot.compile.jobs import json_safe, private_triton_cache
+    from taot.compile.jobs import json_safe
+    from taot.triton_api.compiler import private_cache as private_triton_cache
     from taot.spec.pyfile import import_file
     folder = tmp_path_factory.mktemp("rebuild_kernel")
     (folder / "kernels.py").write_text(KERNEL)
@@ -54,6 +55,33 @@ def test_a_cubin_names_its_kernel_parameter_sizes_threads_and_sm(compiled):
     read = cubin.read(compiled[1]["cubin"])
     assert read.sm == 90
     assert read.kernels == {"copy_kernel": cubin.Kernel("copy_kernel", (8, 8, 4, 8, 8), (256, 1, 1))}
+
+
+def cubin_header(abi_version, flags):
+    """A CUDA ELF with no kernels: the header (EI_ABIVERSION `abi_version`, e_flags `flags`) and a
+    section header table holding the null section and the section name table."""
+    names = b"\0.shstrtab\0"
+    elf = bytearray(64)
+    elf[:9] = b"\x7fELF\x02\x01\x01\x33" + bytes([abi_version])
+    struct.pack_into("<HHI", elf, 16, 2, cubin.EM_CUDA, 1)
+    struct.pack_into("<QI", elf, 40, 64 + len(names), flags)
+    struct.pack_into("<HHHHHH", elf, 52, 64, 0, 0, 64, 2, 1)
+    elf += names
+    elf += bytes(64)  # the null section
+    elf += struct.pack("<IIQQQQIIQQ", 1, 3, 0, 0, 64, len(names), 0, 0, 1, 0)  # .shstrtab (SHT_STRTAB)
+    return bytes(elf)
+
+
+@pytest.mark.parametrize("abi_version, flags, sm", [
+    (7, 0x500550, 80),    # ptxas 12: sm in bits 0-7
+    (7, 0x5a0d5a, 90),    # sm_90a (Triton up to 3.8)
+    (8, 0x9005a04, 90),   # ptxas 13 (Triton 3.9's sm_90): sm in bits 8-15
+    (8, 0x900640a, 100),  # sm_100a
+    (8, 0x9007802, 120),
+])
+def test_the_sm_of_both_elf_header_layouts(abi_version, flags, sm):
+    """The same vectors as workbench/src/cubin.cpp's reader is tested with (cubin_test.cpp)."""
+    assert cubin.read(cubin_header(abi_version, flags)) == cubin.Cubin(sm=sm, kernels={})
 
 
 def test_what_is_not_a_cubin_is_named():

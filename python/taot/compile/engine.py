@@ -12,13 +12,12 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import triton
-from triton.compiler.compiler import get_cache_invalidating_env_vars
 
 from . import artifacts
 from ..library import overrides
 from . import jobs as job_module
 from ..errors import CompileError, SpecError
+from ..triton_api import compiler
 from ..fsutil import write_if_changed
 from .ir_files import DEFAULT_MODE
 from ..library.manifest import artifact_dir, build_manifest, render
@@ -49,9 +48,8 @@ class Interrupted(KeyboardInterrupt):
 def plan_jobs(library, outdir, ir=DEFAULT_MODE):
     """(jobs in manifest order, variant id -> variant hash). Raises SpecError when Triton rejects the
     options of a variant for a target (e.g. num_ctas > 1 before sm_90)."""
-    env = get_cache_invalidating_env_vars()
-    backends = {target.capability: triton.compiler.make_backend(target.gpu_target()) for target in library.targets}
-    backend_hashes = {capability: backend.hash() for capability, backend in backends.items()}
+    env = compiler.cache_invalidating_env()
+    backend_hashes = {target.capability: compiler.backend_hash(target.capability) for target in library.targets}
     parsed_options = {}
     planned, hashes = [], {}
     for kernel in library.kernels:
@@ -61,7 +59,7 @@ def plan_jobs(library, outdir, ir=DEFAULT_MODE):
             for target in kernel.targets:
                 if target.name not in variant.targets:
                     continue
-                options = _parsed_options(library, kernel, variant, target, backends, parsed_options)
+                options = _parsed_options(library, kernel, variant, target, parsed_options)
                 planned.append(job_module.Job(
                     variant_id=variant.id, target=target.name, capability=target.capability,
                     source=str(kernel.source), function=kernel.function,
@@ -71,12 +69,12 @@ def plan_jobs(library, outdir, ir=DEFAULT_MODE):
     return planned, hashes
 
 
-def _parsed_options(library, kernel, variant, target, backends, cache):
+def _parsed_options(library, kernel, variant, target, cache):
     options = job_module.variant_options(kernel, variant)
     key = (target.capability, tuple(sorted(options.items())))
     if key not in cache:
         try:
-            cache[key] = backends[target.capability].parse_options(dict(options)).__dict__
+            cache[key] = compiler.parse_options(target.capability, options)
         except (ValueError, AssertionError) as error:
             raise SpecError(library.label, f"{kernel.key}.options", f"options Triton accepts for {target.name}",
                             f"{error} (variant {variant.id}; restrict it with a where filter)") from None
@@ -259,7 +257,7 @@ def _init_worker(scratch):
     their temporary files go to `scratch`; Triton is imported once per worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tempfile.tempdir = scratch
-    import triton.compiler  # noqa: F401
+    from ..triton_api import compiler as _  # noqa: F401
 
 
 def _report(progress, done, total, outcome):

@@ -1,18 +1,14 @@
 # One compile job = (variant, target): its inputs and the Triton call (its artifact folder: artifacts.py).
-import contextlib
 import dataclasses
 import hashlib
-import io
 import os
-import shutil
 import sys
 import tempfile
 import time
-import urllib.parse
 from pathlib import Path
 
-import triton
-
+from .. import triton_api
+from ..triton_api import compiler
 from . import artifacts, ptxas_report
 from ..spec import source as kernel_source
 from ..spec.dtypes import DTYPES, TORCH_NAMES, triton_dtype
@@ -67,7 +63,7 @@ def variant_inputs(kernel, variant):
             if binding.align == 16 or binding.hint == 16:
                 attrs[str(arg.index)] = [["tt.divisibility", 16]]
     options = variant_options(kernel, variant)
-    return {"format": INPUTS_FORMAT, "triton_version": triton.__version__, "function": kernel.function,
+    return {"format": INPUTS_FORMAT, "triton_version": triton_api.VERSION, "function": kernel.function,
             "cache_key": kernel.cache_key, "signature": signature, "constexprs": constexprs, "attrs": attrs,
             "options": options}
 
@@ -116,7 +112,7 @@ def run_job(job):
     libraries = set(artifacts.clear(folder, job.inputs)) | {job.library}
     failure = None
     with captured_output() as captured, ptxas_report.recording() as ptxas_log, \
-            recorded_static_prints() as static_prints:
+            compiler.recorded_static_prints() as static_prints:
         try:
             compiled = _compile(job)
         except Exception as error:  # Triton's errors are the user's to read, not a crash of taot
@@ -131,110 +127,19 @@ def run_job(job):
 
 
 def _compile(job):
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     function = kernel_source.load_function(job.source, job.function)
     if function.cache_key != job.inputs["cache_key"]:
         raise RuntimeError(f"{job.source} changed while taot was compiling it; run taot again")
     inputs = job.inputs
     constexprs = {name: _constexpr_value(value) for name, value in inputs["constexprs"].items()}
     attrs = {(int(index),): value for index, value in inputs["attrs"].items()}
-    source = ASTSource(function, dict(inputs["signature"]), constexprs, attrs)
-    target = GPUTarget("cuda", job.capability, 32)
-    backend = triton.compiler.make_backend(target)
-    options = backend.parse_options(dict(inputs["options"])).__dict__
-    with private_triton_cache(), ascii_source_locations():
-        return triton.compile(source, target=target, options=options)
+    return compiler.compile_source(function, inputs["signature"], constexprs, attrs, job.capability,
+                                   inputs["options"])
 
 
 def _constexpr_value(value):
     """Constexprs as recorded in inputs.json: dtype-valued ones are {"dtype": name}."""
     return triton_dtype(value["dtype"]) if isinstance(value, dict) else value
-
-
-class recorded_static_prints:
-    """While active, what tl.static_print (and gluon's) prints while Triton compiles is collected in
-    `text` instead of reaching stdout, for the build to show once per variant beside its progress."""
-
-    def __enter__(self):
-        from triton.compiler.code_generator import CodeGenerator
-        from triton.language.core import static_print
-        self.table = CodeGenerator.statically_implemented_functions
-        self.saved = {}
-        self.buffer = io.StringIO()
-        functions = [static_print]
-        try:
-            from triton.experimental.gluon.language import static_print as gluon_static_print
-            functions.append(gluon_static_print)
-        except ImportError:
-            pass
-        for function in functions:
-            original = self.table.get(function)
-            if original is None:
-                continue
-            self.saved[function] = original
-            self.table[function] = self._recording(original)
-        return self
-
-    def _recording(self, original):
-        buffer = self.buffer
-
-        def recording(generator, node):
-            with contextlib.redirect_stdout(buffer):
-                return original(generator, node)
-        return recording
-
-    @property
-    def text(self):
-        return self.buffer.getvalue()
-
-    def __exit__(self, *exc):
-        self.table.update(self.saved)
-        return False
-
-
-class private_triton_cache:
-    """TRITON_CACHE_DIR points at a fresh temporary folder while active; the folder is removed after."""
-
-    def __enter__(self):
-        self.folder = tempfile.mkdtemp(prefix="taot-triton-cache-")
-        self.previous = os.environ.get("TRITON_CACHE_DIR")
-        os.environ["TRITON_CACHE_DIR"] = self.folder
-        return self.folder
-
-    def __exit__(self, *exc):
-        if self.previous is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = self.previous
-        shutil.rmtree(self.folder, ignore_errors=True)
-        return False
-
-
-class ascii_source_locations:
-    """While active, Triton records the kernels' file names with every character outside printable
-    ASCII (and `"`, `\\`, `%`) percent-encoded as UTF-8: the names reach the PTX's `.file` lines,
-    and ptxas refuses a non-ASCII character anywhere in its input."""
-
-    def __enter__(self):
-        from triton.compiler import code_generator
-        self.module = code_generator
-        self.original = code_generator.get_jit_fn_file_line
-        original = self.original
-        code_generator.get_jit_fn_file_line = lambda fn: _ascii_location(*original(fn))
-        return self
-
-    def __exit__(self, *exc):
-        self.module.get_jit_fn_file_line = self.original
-        return False
-
-
-_SAFE_PATH_CHARACTERS = "".join(chr(code) for code in range(32, 127) if chr(code) not in '"\\%')
-
-
-def _ascii_location(file_name, line):
-    return urllib.parse.quote(file_name, safe=_SAFE_PATH_CHARACTERS), line
 
 
 def _dtype_string_hint(error, constexprs):
@@ -290,7 +195,7 @@ def _locate_in_files(error, text, source):
     if source is None or line is None or not text.startswith(f"at {line}:"):
         return text
     function_text = getattr(error, "src", None) or ""
-    for candidate in [Path(source)] + _files_defining(function_text):
+    for candidate in [Path(source)] + compiler.jit_function_files(function_text):
         try:
             file_text = candidate.read_text()
         except (OSError, UnicodeDecodeError):
@@ -301,20 +206,6 @@ def _locate_in_files(error, text, source):
             _, _, rest = text.partition("\n")
             return f"{candidate.name}:{first_line + line - 1}:{node.col_offset + indent}:\n{rest}"
     return text
-
-
-def _files_defining(function_text):
-    """The files of the @triton.jit functions whose text is `function_text`, among the modules
-    imported so far (a helper the kernel calls, from any module of the user's)."""
-    from triton.runtime.jit import JITFunction
-    files = []
-    for module in list(sys.modules.values()):
-        for value in list(getattr(module, "__dict__", {}).values()):
-            if isinstance(value, JITFunction) and value.src == function_text:
-                path = Path(value.fn.__code__.co_filename)
-                if path not in files:
-                    files.append(path)
-    return files
 
 
 def _function_place(file_text, function_text):

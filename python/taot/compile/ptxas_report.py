@@ -1,12 +1,12 @@
 # What `ptxas -v` says about a compiled kernel: registers per thread and bytes of spill stores, spill
-# loads and stack frame per thread. Triton 3.6 runs ptxas with -v and keeps the log only when
+# loads and stack frame per thread. Triton runs ptxas with -v and keeps the log only when
 # knobs.nvidia.dump_ptxas_log is set, then print()s it: `recording` sets the knob around a compile
 # and collects what is printed, `parse()` reads the report out of it.
 import io
 import re
 import sys
 
-from triton import knobs
+from ..triton_api.compiler import ptxas_log_printed
 
 # "ptxas info    : ..."; Triton runs ptxas-blackwell for sm_100 and up, which says "ptxas-blackwell info".
 _INFO = r"^ptxas(?:-[\w-]+)?\s+info\s*: "
@@ -23,9 +23,8 @@ class recording:
     on to sys.stdout. Not thread-safe (it swaps sys.stdout): one compile at a time per process."""
 
     def __enter__(self):
-        self.scope = knobs.nvidia.scope()
-        self.scope.__enter__()
-        knobs.nvidia.dump_ptxas_log = True
+        self.printed = ptxas_log_printed()
+        self.printed.__enter__()
         self.saved = sys.stdout
         self.buffer = io.StringIO()
         sys.stdout = self.buffer
@@ -38,7 +37,7 @@ class recording:
         rest = without_log(self.text)
         if rest:
             sys.stdout.write(rest)
-        return self.scope.__exit__(*exc)
+        return self.printed.__exit__(*exc)
 
 
 def parse(text, function):

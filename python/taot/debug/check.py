@@ -67,16 +67,10 @@ class JitKernel:
 
 
 def _interpreted_function(source, name):
-    """With TRITON_INTERPRET=1, triton.jit makes InterpretedFunctions: the kernel `name` of `source`,
-    out of the @triton.autotune / @triton.heuristics wrappers (each keeps what it wraps in .fn)."""
-    from triton.runtime.interpreter import InterpretedFunction
-
+    """With TRITON_INTERPRET=1: the kernel `name` of `source` as Triton's interpreter runs it."""
     from ..spec.source import import_source
-
-    value = getattr(import_source(source), name)
-    while not isinstance(value, InterpretedFunction):
-        value = value.fn
-    return value
+    from ..triton_api.interpreter import interpreted_function
+    return interpreted_function(getattr(import_source(source), name))
 
 
 class _Exact:
@@ -213,29 +207,12 @@ def _interpreter_caveat(args):
             "unless the kernel casts bf16 to fp32 before computing: check bf16 variants --against jit or reference")
 
 
-def _index_scalars_as_numpy_2_4_allows():
-    """Triton 3.6's interpreter holds each int argument as a 1-element 1-d array (interpreter.py,
-    `_implicit_cvt`) and turns a tensor into a Python int (`range(0, K, BLOCK_K)` over an argument K)
-    with `int(self.handle.data)` (`_patch_lang_tensor`: `__index__`). NumPy 2.4 refuses int() of an
-    array with ndim > 0 ("only 0-dimensional arrays can be converted to Python scalars"), so such a
-    kernel fails in the interpreter whatever it is given. Index through the array's single element
-    instead (the fix proposed in triton-lang/triton#9171); same result where int() worked."""
-    from triton.runtime import interpreter
-
-    patch_tensor = interpreter._patch_lang_tensor
-
-    def patch_tensor_and_index(tensor, scope):
-        patch_tensor(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
-
-    interpreter._patch_lang_tensor = patch_tensor_and_index
-
-
 def _interpreter_child(folder, kernel_name, inputs, outputs):
     """In the child (TRITON_INTERPRET=1): run the kernel on the saved CPU arguments, save the outputs."""
     import torch
 
-    _index_scalars_as_numpy_2_4_allows()
+    from ..triton_api.interpreter import index_scalars_as_numpy_2_4_allows
+    index_scalars_as_numpy_2_4_allows()
     manifest = json.loads((Path(folder) / "manifest.json").read_text())
     manifest_kernel = next(k for k in manifest["kernels"] if k["name"] == kernel_name)
     saved = torch.load(inputs)

@@ -6,10 +6,9 @@ import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..triton_api import kernels
 from .keypath import describe
 
-# triton.Config's options, as Config.all_kwargs() passes them to the JIT (maxnreg only when set).
-CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 RULE_FUNCTIONS = ("next_power_of_2", "cdiv", "min", "max", "abs")
 
 
@@ -53,46 +52,37 @@ class DecoratorProblem(Exception):
 def unwrap(value):
     """Decorated for a JITFunction possibly wrapped in Autotuner / Heuristics objects; None when
     `value` is none of these."""
-    from triton.runtime.autotuner import Autotuner, Heuristics
-    from triton.runtime.jit import JITFunction
     autotune, heuristics, layers = None, [], []
-    while not isinstance(value, JITFunction):
-        if isinstance(value, Autotuner):
+    while not kernels.is_jit_function(value):
+        if kernels.is_autotuner(value):
             if autotune is not None:
                 raise DecoratorProblem("at most one @triton.autotune", "two")
             autotune = _autotune(value)
             layers.append("autotune")
-        elif isinstance(value, Heuristics):
-            heuristics += [Heuristic(name, function) for name, function in value.values.items()]
+        elif kernels.is_heuristics(value):
+            heuristics += [Heuristic(name, function) for name, function in kernels.heuristic_values(value).items()]
             layers.append("heuristics")
         else:
             return None
-        value = value.fn
+        value = kernels.wrapped(value)
     return Decorated(value, autotune, tuple(heuristics), tuple(layers))
 
 
 def _autotune(tuner):
     configs, notes = [], []
-    for index, config in enumerate(tuner.configs):
-        if getattr(config, "ir_override", None):
+    for index, (kwargs, options, pre_hook, ir_override) in enumerate(kernels.autotune_configs(tuner)):
+        if ir_override:
             raise DecoratorProblem("triton.Config objects without ir_override (taot compiles from the source)",
-                                   f"configs[{index}] with ir_override={config.ir_override!r}")
-        if config.pre_hook is not None:  # Triton runs it before every launch with this config
-            hook = getattr(config.pre_hook, "__name__", None) or repr(config.pre_hook)
+                                   f"configs[{index}] with ir_override={ir_override!r}")
+        if pre_hook is not None:  # Triton runs it before every launch with this config
+            hook = getattr(pre_hook, "__name__", None) or repr(pre_hook)
             notes.append(f"configs[{index}] has a pre_hook ({hook}), which Triton runs before every launch with "
                          f"that config and the library never runs: the caller must do its work (zeroing an "
                          f"output, say) before each launch")
-        entry = dict(config.kwargs)
-        for name in CONFIG_OPTIONS:
-            value = getattr(config, name, None)
-            if value is not None:
-                entry[name] = value
-        configs.append(entry)
-    prune = getattr(tuner, "early_config_prune", None), getattr(tuner, "perf_model", None)
-    pruning = tuple(name for name, value in zip(("early_config_prune", "perf_model"), prune) if value is not None)
-    return Autotune(configs=tuple(configs), key=tuple(tuner.keys or ()), pruning=pruning,
-                    reset_to_zero=tuple(tuner.reset_to_zero), restore_value=tuple(tuner.restore_value),
-                    notes=tuple(notes))
+        configs.append(dict(kwargs, **options))
+    reset_to_zero, restore_value = kernels.autotune_buffers(tuner)
+    return Autotune(configs=tuple(configs), key=kernels.autotune_key(tuner), pruning=kernels.autotune_pruning(tuner),
+                    reset_to_zero=reset_to_zero, restore_value=restore_value, notes=tuple(notes))
 
 
 # ---- heuristics as expressions ----

@@ -2,8 +2,10 @@
 import re
 from dataclasses import dataclass
 
-# Compute capabilities Triton 3.6's NVIDIA backend can build for.
-KNOWN_CAPABILITIES = (80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
+# Compute capabilities taot has names for (sm_80 to sm_121, sm_110 as CUDA 13 names the former
+# sm_101). Which of them the installed Triton can build depends on its ptxas:
+# triton_api.compiler.buildable_capabilities().
+KNOWN_CAPABILITIES = (80, 86, 87, 89, 90, 100, 101, 103, 107, 110, 120, 121)
 _TARGET_PATTERN = re.compile(r"sm_?(\d+)(a?)")
 
 
@@ -14,8 +16,8 @@ class Target:
     capability: int  # major*10 + minor, e.g. 90
 
     def gpu_target(self):
-        from triton.backends.compiler import GPUTarget
-        return GPUTarget("cuda", self.capability, 32)
+        from ..triton_api.compiler import gpu_target
+        return gpu_target(self.capability)
 
 
 def accepted_target_names():

@@ -8,14 +8,16 @@ import keyword
 import re
 from pathlib import Path
 
-from . import decorators, source as kernel_source, variants
+from . import decorators, resolve, source as kernel_source, variants
 from .keypath import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
 from ..errors import SpecError
+from .. import triton_api
+from ..triton_api import compiler as triton_compiler
 from .expressions import ExpressionProblem, grid_from_python, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
 from .model import ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, STRING, TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues
 from .file import read_spec_file
-from .targets import accepted_target_names, parse_target
+from .targets import KNOWN_CAPABILITIES, accepted_target_names, parse_target
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 TENSORDESC_TYPE = re.compile(r"tensordesc\s*<\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\]\s*>")
@@ -59,13 +61,15 @@ MAX_RANK = 8
 MAX_TENSORDESC_RANK = 5  # TMA tensor maps have 1 to 5 dimensions
 
 # Triton options a spec may vary, with their config kind; each is a field of Triton's CUDAOptions.
-OPTION_KINDS = {"num_warps": INT, "num_stages": INT, "num_ctas": INT, "maxnreg": INT,
-                "enable_fp_fusion": BOOL, "enable_reflect_ftz": BOOL, "launch_cooperative_grid": BOOL,
-                "launch_pdl": BOOL, "debug": BOOL, "sanitize_overflow": BOOL}
-# Triton's values of the options a config entry may leave out (triton.Config's and CUDAOptions').
-OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "enable_fp_fusion": True,
-                   "enable_reflect_ftz": True, "launch_cooperative_grid": False, "launch_pdl": False,
-                   "debug": False, "sanitize_overflow": True}
+_VARIED_OPTIONS = {"num_warps": INT, "num_stages": INT, "num_ctas": INT, "maxnreg": INT,
+                   "enable_fp_fusion": BOOL, "enable_reflect_ftz": BOOL, "launch_cooperative_grid": BOOL,
+                   "launch_pdl": BOOL, "debug": BOOL, "sanitize_overflow": BOOL}
+# Those the installed Triton has (3.5 has no enable_reflect_ftz).
+OPTION_KINDS = {name: kind for name, kind in _VARIED_OPTIONS.items() if name in triton_compiler.option_fields()}
+# The installed Triton's values of the options a config entry may leave out (triton.Config's are the
+# same); maxnreg has none (no limit).
+OPTION_DEFAULTS = {name: triton_compiler.option_default(name) for name in OPTION_KINDS
+                   if triton_compiler.option_default(name) is not None}
 # Names a `where` filter may use besides the kernel's own: the target being compiled for.
 TARGET_NAMES = ("target", "arch")
 DEFAULT_MAX_VARIANTS = 10000
@@ -150,6 +154,12 @@ def _targets(node):
         target = parse_target(item.value) if isinstance(item.value, str) else None
         if target is None:
             raise item.error(f"a target, one of {accepted}")
+        if target.capability not in triton_compiler.buildable_capabilities((target.capability,)):
+            buildable = triton_compiler.buildable_capabilities(KNOWN_CAPABILITIES)
+            raise item.error(f"a target Triton {triton_api.VERSION} can build with "
+                             f"{triton_compiler.ptxas_description(target.capability)}: "
+                             + ", ".join(f"sm_{capability}" for capability in buildable),
+                             f'"{target.name}"')
         for earlier in targets:
             if earlier.capability == target.capability:
                 raise item.error("targets of distinct compute capabilities",
@@ -223,7 +233,11 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
 def _cache_key(function_node, jit_function, source):
     """Triton's cache key of the function. Making it resolves every global name and attribute the
     function and the helpers it calls use, so a name that does not resolve (a typo in a helper's
-    name) fails here: a spec error naming the line of the kernel that uses it, where there is one."""
+    name) fails here: a spec error naming the line of the kernel that uses it, where there is one.
+    Triton 3.8 on resolve attributes only when compiling; resolve.first_unresolved finds those first."""
+    unresolved = resolve.first_unresolved(jit_function)
+    if unresolved is not None:
+        raise function_node.error("a function whose globals and attributes all resolve", unresolved.describe())
     try:
         return jit_function.cache_key
     except (AttributeError, NameError) as error:
@@ -795,11 +809,14 @@ def _options(node, args, typevars, targets, targets_overridden=False):
         return {}
     if not isinstance(node.value, dict):
         raise node.error("a table of Triton options such as num_warps = [4, 8]")
-    known_triton = _triton_option_names()
+    known_triton = triton_compiler.option_fields()
     by_name = {arg.name: arg for arg in args}
     options = {}
     for name in node.value:
         entry = node.key(name)
+        if name in _VARIED_OPTIONS and name not in OPTION_KINDS:
+            raise entry.error(f"an option of Triton {triton_api.VERSION}, which has no {name}",
+                              f'"{name}" (one of ' + ", ".join(OPTION_KINDS) + ")")
         if name not in OPTION_KINDS:
             also = " (a Triton option that taot does not vary per variant)" if name in known_triton else ""
             raise entry.error("one of the options " + ", ".join(OPTION_KINDS), f'"{name}"{also}')
@@ -835,11 +852,6 @@ def _per_target_option(node, name, targets, targets_overridden):
     for target_name in names:
         values += [value for value in per_target[target_name] if value not in values]
     return OptionValues(tuple(values), per_target)
-
-
-def _triton_option_names():
-    from triton.backends.nvidia.compiler import CUDAOptions
-    return set(CUDAOptions.__dataclass_fields__)
 
 
 def _option_value(node, name):

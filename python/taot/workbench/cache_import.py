@@ -15,13 +15,11 @@ import re
 import tomllib
 from pathlib import Path
 
-import triton
-from triton.compiler.compiler import get_cache_invalidating_env_vars
-
 from ..compile import artifacts
 from ..spec import decorators, source as kernel_source
 from ..compile.engine import plan_jobs, remove_stale_artifacts
-from .cache_recovery import NotRecovered, Recovery
+from . import cache_recovery
+from .cache_recovery import NotRecovered
 from ..spec.keypath import describe
 from ..spec.dtypes import DTYPES, spec_dtype_name, triton_dtype
 from ..errors import SpecError, TaotError
@@ -35,6 +33,9 @@ from ..spec.validate import OPTION_DEFAULTS, OPTION_KINDS, validate_spec
 from ..spec.writer import render_spec
 from ..spec.targets import KNOWN_CAPABILITIES, Target
 from ..spec.variants import Binding, Variant, check_unique_ids, variant_id
+from ..triton_api import RELEASE, VERSION, versions
+from ..triton_api import compiler as triton_compiler
+from ..triton_api import jit as triton_jit
 
 # Options every kernel's config lists (as Triton's JIT always sets them); the others only when some
 # entry was compiled with a value other than Triton's default.
@@ -102,11 +103,10 @@ def import_cache(entries, outdir, library_name, grids, ir=DEFAULT_MODE, cache_la
     notes = []
     usable = _usable_entries(entries, notes)
     groups = _group_by_function(usable)
-    recovery = Recovery()
     kernels = []
     for name, group in groups.items():
         grid = grids.get(name, grids.get(None))
-        kernel = _import_kernel(name, group, grid, recovery, spec_path, library_name, outdir, ir, notes, use_source)
+        kernel = _import_kernel(name, group, grid, spec_path, library_name, outdir, ir, notes, use_source)
         kernels.append(kernel)
         how = "exactly" if kernel.exact else f"from the IR alone: {kernel.reason}"
         targets = ", ".join(target.name for target in kernel.kernel.targets)
@@ -146,20 +146,32 @@ def _usable_entries(entries, notes):
         advice = "remove the entry's folder (Triton compiles it again when the program next needs it) or leave " \
                  "its kernel out with --kernel" if first.damaged else "leave its kernel out with --kernel"
         raise TaotError(f"cache entry {first.label}: {first.problem}{more}; {advice}")
-    usable = []
+    usable, other_releases = [], {}
     for entry in entries:
         version = entry.metadata.get("triton_version")
-        if version != triton.__version__:
-            notes.append(f"left out {entry.label}: compiled by Triton {version}; taot launches kernels of Triton "
-                         f"{triton.__version__}, whose launch conventions may differ")
+        if versions.release_of(str(version)) is not RELEASE:
+            other_releases.setdefault(str(version), []).append(entry.label)
         elif entry.capability not in KNOWN_CAPABILITIES:
             notes.append(f"left out {entry.label}: compiled for compute capability {entry.capability}, which "
                          "taot does not know")
         else:
             usable.append(entry)
+    for version, labels in sorted(other_releases.items()):
+        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        notes.append(f"left out {plural(len(labels), 'entry', 'entries')} ({shown}): {other_triton(version)}")
     if not usable:
         raise TaotError("none of the selected cache entries can be imported: " + "; ".join(notes))
     return usable
+
+
+def other_triton(version):
+    """Why entries compiled by another minor release of Triton than the one taot runs are left out."""
+    minor = f"{RELEASE.minor[0]}.{RELEASE.minor[1]}"
+    unsupported = "" if versions.release_of(version) else \
+        f", a release taot does not support (it supports Triton {versions.supported_range_text()})"
+    return (f"compiled by Triton {version}{unsupported}; taot runs Triton {VERSION} and imports the entries of "
+            f"Triton {minor}.x only (launch conventions differ between minor releases, and a cache key covers "
+            f"Triton's version): to import them, run taot with TAOT_PYTHON naming a Python with Triton {version}")
 
 
 def _group_by_function(entries):
@@ -180,19 +192,19 @@ def _target(capability):
 
 # ---- one kernel ----
 
-def _import_kernel(name, entries, grid, recovery, spec_path, library_name, outdir, ir, notes, use_source):
+def _import_kernel(name, entries, grid, spec_path, library_name, outdir, ir, notes, use_source):
     if not use_source:
         return _ir_kernel(name, entries, grid, "--no-source", None, spec_path, outdir, notes)
     function, reason = _load_function(entries[0], name)
     if function is not None:
-        results = recovery.recover_all(entries, function.jit)
+        results = cache_recovery.recover_all(entries, function.jit)
         recovered = {key: result for key, result in results.items() if not isinstance(result, NotRecovered)}
         failed = [(entry, str(results[entry.key])) for entry in entries if entry.key not in recovered]
         source = entries[0].source_file
         if recovered:
             try:
                 kernel = _exact_kernel(name, function, [entry for entry in entries if entry.key in recovered],
-                                       recovered, grid, recovery, spec_path, library_name, outdir, ir, notes)
+                                       recovered, grid, spec_path, library_name, outdir, ir, notes)
             except _Inexact as problem:
                 reason = str(problem)
             else:
@@ -226,14 +238,14 @@ class _Inexact(Exception):
 
 # ---- exact: recovered inputs -> spec -> variants ----
 
-def _exact_kernel(name, function, entries, recovered, grid, recovery, spec_path, library_name, outdir, ir, notes):
+def _exact_kernel(name, function, entries, recovered, grid, spec_path, library_name, outdir, ir, notes):
     jit = function.jit
     points = []  # per entry: {"args": argument values, "config": config values}, in spec terms
     described = _describe_arguments(jit, entries, recovered, points)
-    options = _describe_options(entries, recovered, recovery, points)
+    options = _describe_options(entries, recovered, points)
     _check_grid(name, grid, described, options)
     targets = sorted({entry.capability for entry in entries})
-    table = {"name": name, "source": _relative(jit.fn.__code__.co_filename, spec_path.parent), "function": name,
+    table = {"name": name, "source": _relative(triton_jit.function_file(jit), spec_path.parent), "function": name,
              "targets": [f"sm_{capability}" for capability in targets]}
     if grid is not None:  # none: every launch gives the grid
         table["grid"] = _grid_values(grid)
@@ -252,7 +264,7 @@ def _exact_kernel(name, function, entries, recovered, grid, recovery, spec_path,
     kernel = library.kernels[0]
     variants = library.variants[kernel.name]
     jobs, hashes = plan_jobs(library, outdir, ir)
-    placements = _match(name, jit, jobs, entries, recovered, recovery, notes)
+    placements = _match(jit, jobs, entries, recovered, notes)
     for entry in entries:
         env = recovered[entry.key].env
         if env:
@@ -267,13 +279,13 @@ def _describe_arguments(jit, entries, recovered, points):
     for _ in entries:
         points.append({"args": {}, "config": {}})
     described = {}
-    for index, param in enumerate(jit.params):
+    for param in triton_jit.parameters(jit):
         values = []
         for entry in entries:
             inputs = recovered[entry.key]
             signature = inputs.signature[param.name]
             constant = inputs.constexprs.get(param.name) if signature == "constexpr" else None
-            values.append(_argument_value(param, index, signature, constant, inputs.attrs))
+            values.append(_argument_value(param, signature, constant, param.index in inputs.divisible))
         described[param.name] = _argument_spec(param, values)
         for point, value in zip(points, values):
             if value[0] == "constexpr":
@@ -283,10 +295,9 @@ def _describe_arguments(jit, entries, recovered, points):
     return described
 
 
-def _argument_value(param, index, signature, constant, attrs):
+def _argument_value(param, signature, constant, divisible):
     """One entry's value of a parameter in spec terms: ("constexpr", value), ("pointer", dtype,
     align, none), ("int", type, hint), ("float", type) or ("bool", "i1")."""
-    divisible = (index,) in attrs
     if param.is_constexpr:
         if type(constant).__name__ == "constexpr":  # a tl.constexpr default: the spec gives its value
             constant = constant.value
@@ -346,22 +357,21 @@ def _argument_spec(param, values):
     return {"type": _one_or_list(_unique([value[1] for value in values]))}
 
 
-def _describe_options(entries, recovered, recovery, points):
+def _describe_options(entries, recovered, points):
     """The options a spec gives (name -> sorted values) and each point's option values. _Inexact
     when an entry was compiled with an option a spec cannot set."""
+    compiled = [triton_jit.option_values(recovered[entry.key].options) for entry in entries]
     chosen = {}
-    for name in OPTION_KINDS:
-        values = [getattr(recovered[entry.key].options, name) for entry in entries]
+    for name in OPTION_KINDS:  # the installed Triton's options (3.5 has no enable_reflect_ftz)
+        values = [each[name] for each in compiled]
         if name in ALWAYS_OPTIONS or any(value != OPTION_DEFAULTS.get(name) for value in values):
             if any(value is None for value in values):
                 raise _Inexact(f"some entries set {name} and others do not")
             chosen[name] = values
     for index, entry in enumerate(entries):
-        options = recovered[entry.key].options
         given = {name: values[index] for name, values in chosen.items()}
-        backend, _ = recovery.backend(entry.capability)
-        parsed = json_safe(backend.parse_options(dict(given)).__dict__)
-        actual = json_safe(options.__dict__)
+        parsed = json_safe(triton_compiler.parse_options(entry.capability, given))
+        actual = json_safe(compiled[index])
         for field, value in actual.items():
             if parsed.get(field) != value:
                 raise _Inexact(f"{entry.label} was compiled with the Triton option {field} = {describe(value)}, which "
@@ -464,39 +474,42 @@ def _literal(value):
     return repr(value)  # Python literals: ints, floats, True/False, 'strings'
 
 
-def _match(name, jit, jobs, entries, recovered, recovery, notes):
+def _match(jit, jobs, entries, recovered, notes):
     """The placement of every job: the entry compiled from the same inputs for the same target.
     _Inexact when the spec's jobs and the entries do not pair up one to one."""
-    env_now = get_cache_invalidating_env_vars()
+    env_now = triton_compiler.cache_invalidating_env()
+    indexes = {param.name: param.index for param in triton_jit.parameters(jit)}
     by_inputs = {}
     for entry in entries:
-        key = (f"sm_{entry.capability}", _normalized(recovered[entry.key]), canonical_json(
-            json_safe(recovered[entry.key].options.__dict__)))
+        inputs = recovered[entry.key]
+        key = (f"sm_{entry.capability}", _compiled_terms(inputs.signature, inputs.constexprs, inputs.divisible),
+               canonical_json(json_safe(triton_jit.option_values(inputs.options))))
         by_inputs.setdefault(key, []).append(entry)
     placements = []
     for job in jobs:
         inputs = job.inputs
-        backend, _ = recovery.backend(job.capability)
-        options = backend.parse_options(dict(inputs["options"]))
-        key = (job.target, canonical_json({"signature": inputs["signature"], "constexprs": inputs["constexprs"],
-                                           "attrs": inputs["attrs"]}), canonical_json(json_safe(options.__dict__)))
+        options = triton_jit.options_object(job.capability, inputs["options"])
+        divisible = {int(index) for index, value in inputs["attrs"].items() if triton_jit.DIVISIBLE in value}
+        key = (job.target, _compiled_terms(inputs["signature"], inputs["constexprs"], divisible),
+               canonical_json(json_safe(triton_jit.option_values(options))))
         candidates = by_inputs.pop(key, None)
         if not candidates:
             raise _Inexact(f"the spec written for it compiles {job.variant_id} for {job.target}, which the cache does "
                            "not hold")
-        constexprs = {arg: triton_dtype(value["dtype"]) if isinstance(value, dict) else value
+        constexprs = {(indexes[arg],): triton_dtype(value["dtype"]) if isinstance(value, dict) else value
                       for arg, value in inputs["constexprs"].items()}
-        attrs = {(int(index),): value for index, value in inputs["attrs"].items()}
-        compiled_now = recovery.cache_hash(jit, inputs["signature"], constexprs, attrs, options, job.capability,
-                                           env_now)
-        chosen = next((entry for entry in candidates if entry.triton_hash == compiled_now), candidates[0])
+        # The key compiling the job now gives, with the attrs each entry was compiled with (the JIT's
+        # or a direct call's: their empty entries change the key, not the code).
+        now = {entry.key: triton_jit.cache_hash(jit, job.capability, triton_jit.Specialization(
+            inputs["signature"], constexprs, recovered[entry.key].attrs), options, env_now) for entry in candidates}
+        chosen = next((entry for entry in candidates if entry.triton_hash == now[entry.key]), candidates[0])
         for other in candidates:
             if other is not chosen:
                 notes.append(f"left out {other.label}: the same variant as {chosen.label} ({job.variant_id} for "
                              f"{job.target}), compiled with other environment settings")
         # An entry whose key is what compiling the job gives now is recorded with the job's inputs, so a
         # later `taot compile` of the spec into this folder finds it up to date; others get compiled again.
-        record = inputs if chosen.triton_hash == compiled_now else _imported_inputs(chosen, job.target)
+        record = inputs if chosen.triton_hash == now[chosen.key] else _imported_inputs(chosen, job.target)
         placements.append(Placement(chosen, job.variant_id, job.target, Path(job.artifact_dir), record))
     if by_inputs:
         (target, _, _), left = next(iter(by_inputs.items()))
@@ -504,13 +517,14 @@ def _match(name, jit, jobs, entries, recovered, recovery, notes):
     return placements
 
 
-def _normalized(recovered):
-    """An entry's inputs as jobs.variant_inputs writes them (bools are "i1" in a spec; the JIT says "u1")."""
-    signature = {name: "i1" if kind == "u1" else kind for name, kind in recovered.signature.items()}
+def _compiled_terms(signature, constexprs, divisible):
+    """What decides a compile's code, in the terms jobs.variant_inputs writes (bools are "i1" in a
+    spec; the JIT says "u1"; dtype constexprs are {"dtype": name}): the signature, the constexprs and
+    the 16-divisible parameters (attrs entries without attributes change the key, not the code)."""
+    signature = {name: "i1" if kind == "u1" else kind for name, kind in signature.items()}
     constexprs = {name: {"dtype": spec_dtype_name(value)} if type(value).__name__ == "dtype" else value
-                  for name, value in recovered.constexprs.items()}
-    attrs = {str(index[0]): value for index, value in recovered.attrs.items()}
-    return canonical_json({"signature": signature, "constexprs": constexprs, "attrs": attrs})
+                  for name, value in constexprs.items()}
+    return canonical_json({"signature": signature, "constexprs": constexprs, "divisible": sorted(divisible)})
 
 
 def _imported_inputs(entry, target_name):
@@ -586,7 +600,7 @@ def _merged_parameters(name, entries, function):
                 previous += 1
                 order.insert(previous, parameter.name)
     if function is not None:
-        known = list(function.jit.arg_names)
+        known = [param.name for param in triton_jit.parameters(function.jit)]
         if all(arg_name in known for arg_name in order):
             order.sort(key=known.index)
     return order
@@ -720,7 +734,7 @@ def _ir_spec(name, kernel, variants, grid, entries, function, reason, spec_path)
     arg_comments = {}
     if function is not None:
         ordered = {}
-        for param in function.jit.params:
+        for param in triton_jit.parameters(function.jit):
             if param.name in args:
                 ordered[param.name] = args[param.name]
             elif param.is_constexpr:

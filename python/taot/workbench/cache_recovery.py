@@ -1,24 +1,20 @@
-# Recover what a Triton cache entry was compiled from: the signature, constexpr values and
-# divisibility attributes of the kernel's Python function whose Triton cache key is the entry's own.
-# The cache keeps no signature or constants, only the key's hash (metadata "hash"); the candidates
-# come from the function's parameters, the entry's tt.func, the constants in its IR and the literals
-# of the function's source, and a candidate counts only when Triton's key for it hashes to exactly
-# that value, so what is recovered is exact (and what is not found is reported, never guessed).
+# Recover what a Triton cache entry was compiled from: the signature, constexpr values and attrs of
+# the kernel's Python function whose Triton cache key is the entry's own. The cache keeps no
+# signature or constants, only the key's hash (metadata "hash"); the candidates come from the
+# function's parameters, the entry's tt.func, the constants in its IR and the literals of the
+# function's source, each specialized as the installed Triton's JIT specializes a call (its own
+# binder, through triton_api.jit) or as a direct triton.compile call gives it (attrs for the
+# 16-divisible parameters only), and a candidate counts only when Triton's key for it hashes to
+# exactly that value, so what is recovered is exact (and what is not found is reported, never guessed).
 import ast
 import dataclasses
-import hashlib
 import textwrap
 
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource, make_backend
-from triton.runtime.cache import get_cache_key, triton_key
-
+from ..triton_api import VERSION, jit
 from .triton_cache import element_types, integer_constants
 
 MAX_CANDIDATES = 200_000   # keys tried per search (entries of like parameters share one) before giving up
 MAX_INTEGERS = 24          # integer constants of the IR tried as constexpr values, most frequent first
-DIVISIBILITY = [["tt.divisibility", 16]]
 
 # A parameter's Triton signature types that give the tt.func type the entry shows (Triton's IR is
 # signless: a u64 argument is an i64 there; the JIT passes a Python bool as "u1").
@@ -34,12 +30,15 @@ class NotRecovered(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Recovered:
-    """An entry's exact compile inputs, as Triton's JIT would pass them to triton.compile."""
-    signature: dict    # parameter name -> "*fp32", "i32", "u1", "constexpr", ...
-    constexprs: dict   # parameter name -> value (int, float, bool, str, None, triton.language.dtype)
-    attrs: dict        # (parameter index,) -> [["tt.divisibility", 16]]
-    options: object    # the backend's options object the entry was compiled with
-    env: dict          # the cache-invalidating environment variables that were set
+    """An entry's exact compile inputs, as they were passed to triton.compile."""
+    signature: dict       # parameter name -> "*fp32", "i32", "u1", "constexpr", ...
+    constexprs: dict      # parameter name -> value (int, float, bool, str, None, triton.language dtype)
+    attrs: dict           # (parameter index,) -> attributes, as the compile had them
+    divisible: frozenset  # indexes of the parameters compiled as 16-divisible
+    options: object       # the backend's options object the entry was compiled with
+    env: dict             # the cache-invalidating environment variables that were set
+    by_jit: bool          # the specialization is the one Triton's JIT makes of a call (else a direct
+                          # triton.compile call's, whose attrs name only the 16-divisible parameters)
 
 
 def environment_of(metadata):
@@ -48,122 +47,169 @@ def environment_of(metadata):
     return {key: value for key, value in metadata.items() if key.isupper()}
 
 
-class Recovery:
-    """Recovers entries' inputs; holds the backends and Triton's own key (computed once)."""
-
-    def __init__(self):
-        self._backends = {}
-        self._triton_key = None
-
-    def backend(self, capability):
-        if capability not in self._backends:
-            backend = make_backend(GPUTarget("cuda", capability, 32))
-            self._backends[capability] = (backend, backend.hash())
-        return self._backends[capability]
-
-    def triton_key(self):
-        if self._triton_key is None:
-            self._triton_key = triton_key()
-        return self._triton_key
-
-    def options_of(self, metadata):
-        """The options object the metadata was compiled with (its fields are in the metadata)."""
-        backend, _ = self.backend(metadata["target"]["arch"])
-        defaults = backend.parse_options({})
-        values = {field.name: _tupled(metadata[field.name]) for field in dataclasses.fields(defaults)
-                  if field.name in metadata}
+def recover_all(entries, function):
+    """entry key -> Recovered, or NotRecovered saying why not, for entries of the @triton.jit
+    `function`. Each entry is tried as the JIT specializes a call (the installed Triton's own binder)
+    and as a direct triton.compile call gives it. Entries whose kernels take the same parameters
+    share one search: each candidate's source hash is computed once and checked against all of
+    their keys."""
+    results, groups = {}, {}
+    for entry in entries:
         try:
-            return type(defaults)(**values)
-        except (TypeError, AssertionError, ValueError) as error:
-            raise NotRecovered(f"its options are not {type(defaults).__name__}'s ({error})") from None
+            slots, suffix, context = _search_context(entry, function)
+        except NotRecovered as problem:
+            results[entry.key] = problem
+            continue
+        group = groups.setdefault(repr([(name, [kind for kind, _ in choices], divisible)
+                                        for name, choices, divisible in slots]), {"entries": [], "suffixes": {}})
+        group["entries"].append(entry)
+        group["suffixes"].setdefault(suffix, {})[entry.triton_hash] = (entry, context)
+    for group in groups.values():
+        first = group["entries"][0]
+        pools = _candidate_pools("\n".join(entry.text("source") for entry in group["entries"]), function)
+        slots = _slots(first, function, pools)
+        results.update(_search(function, slots, group["suffixes"], first.capability))
+    return results
 
-    def cache_hash(self, function, signature, constexprs, attrs, options, capability, env):
-        """The hash Triton gives compiling `function` with these inputs: the entry's metadata "hash"."""
-        backend, _ = self.backend(capability)
-        source = ASTSource(function, dict(signature), dict(constexprs), dict(attrs))
-        return hashlib.sha256(get_cache_key(source, backend, options, env).encode()).hexdigest()
 
-    def recover_all(self, entries, function):
-        """entry key -> Recovered, or NotRecovered saying why not, for entries of the @triton.jit
-        `function`. Entries whose kernels take the same parameters share one search: each candidate's
-        source hash is computed once and checked against all of their keys."""
-        results, groups = {}, {}
-        for entry in entries:
-            try:
-                slots, suffix, context = self._search_context(entry, function)
-            except NotRecovered as problem:
-                results[entry.key] = problem
-                continue
-            group = groups.setdefault(repr([(name, [kind for kind, _ in choices], divisible)
-                                            for name, choices, divisible in slots]), {"entries": [], "suffixes": {}})
-            group["entries"].append(entry)
-            group["suffixes"].setdefault(suffix, {})[entry.triton_hash] = (entry, context)
-        for group in groups.values():
-            pools = _candidate_pools("\n".join(entry.text("source") for entry in group["entries"]), function)
-            slots = _slots(group["entries"][0], function, pools)
-            results.update(self._search(function, slots, group["suffixes"]))
-        return results
+def recover(entry, function):
+    """The inputs `entry` was compiled from (see recover_all); raises NotRecovered."""
+    result = recover_all([entry], function)[entry.key]
+    if isinstance(result, NotRecovered):
+        raise result
+    return result
 
-    def recover(self, entry, function):
-        """The inputs `entry` was compiled from (see recover_all); raises NotRecovered."""
-        result = self.recover_all([entry], function)[entry.key]
-        if isinstance(result, NotRecovered):
-            raise result
-        return result
 
-    def _search_context(self, entry, function):
-        """(slots, key suffix, (options, env, capability)) of one entry."""
-        metadata = entry.metadata
-        if metadata.get("triton_version") != triton.__version__:
-            raise NotRecovered(f"compiled by Triton {metadata.get('triton_version')}, not {triton.__version__}")
-        slots = _slots(entry, function, None)
-        options = self.options_of(metadata)
-        env = environment_of(metadata)
-        _, backend_hash = self.backend(entry.capability)
-        try:
-            options_hash = options.hash()
-        except OSError as error:  # a library file the options name (libdevice) is not here
-            raise NotRecovered(f"its options name a file that is not here ({error.filename})") from None
-        return slots, f"-{backend_hash}-{options_hash}-{str(sorted(env.items()))}", (options, env, entry.capability)
+def options_of(metadata):
+    """The options object the metadata was compiled with; NotRecovered when they do not fit."""
+    try:
+        return jit.options_from_metadata(metadata["target"]["arch"], metadata)
+    except ValueError as problem:
+        raise NotRecovered(str(problem)) from None
 
-    def _search(self, function, slots, suffixes):
-        """Try candidates (the likeliest values of every slot first, widening) until every wanted
-        hash is found or MAX_CANDIDATES were tried."""
-        names = [name for name, _, _ in slots]
-        attrs = {(index,): DIVISIBILITY for index, (_, _, divisible) in enumerate(slots) if divisible}
-        head = f"{function.cache_key}-{str(attrs)}-"
-        prefix = f"{self.triton_key()}-"
-        by_name = sorted(range(len(slots)), key=lambda index: names[index])
-        choices = [[(kind, _ABSENT if value is _ABSENT else _key_text(value), value) for kind, value in options]
-                   for _, options, _ in slots]
-        results = {}
-        wanted = sum(len(hashes) for hashes in suffixes.values())
-        tried = 0
-        for tried, picks in enumerate(_best_first([len(options) for options in choices], MAX_CANDIDATES), start=1):
-            chosen = [choices[index][pick] for index, pick in enumerate(picks)]
-            constants = "-".join(text for _, text, _ in chosen if text is not _ABSENT)
-            signature = [chosen[index][0] for index in by_name]
-            source_hash = hashlib.sha256(f"{head}{signature}-{constants}".encode()).hexdigest()
+
+def _search_context(entry, function):
+    """(slots, key suffix, (options, env, capability)) of one entry."""
+    metadata = entry.metadata
+    version = metadata.get("triton_version")
+    if version != VERSION:
+        raise NotRecovered(f"compiled by Triton {version}, not {VERSION}, which taot runs: a cache key covers "
+                           "Triton's exact version, so an entry's inputs can be recovered only under the Triton "
+                           "that compiled it")
+    slots = _slots(entry, function, None)
+    options = options_of(metadata)
+    env = environment_of(metadata)
+    try:
+        suffix = jit.key_suffix(entry.capability, options, env)
+    except OSError as error:  # a library file the options name (libdevice) is not here
+        raise NotRecovered(f"its options name a file that is not here ({error.filename})") from None
+    return slots, suffix, (options, env, entry.capability)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Piece:
+    """One candidate of one parameter: its signature type, constexpr value (or _ABSENT), the argument
+    that gives it and the attrs entry the JIT then gives it (_ABSENT: none; by_jit False: the JIT
+    makes nothing of that argument, only a direct triton.compile call can have it)."""
+    type: str
+    value: object
+    argument: object
+    attrs: object
+    by_jit: bool
+
+
+def _pieces(function, capability, slots):
+    """Per slot, its candidates as _Pieces, likeliest first: what the JIT's own binder makes of each
+    candidate argument (the other arguments held at their first candidates; each parameter is bound
+    on its own, and every match is confirmed with the whole call)."""
+    base = {name: _argument(options[0], divisible) for name, options, divisible in slots if options}
+    result = []
+    for index, (name, options, divisible) in enumerate(slots):
+        pieces, seen = [], set()
+        for kind, value in options:
+            argument = _argument((kind, value), divisible)
+            piece = _Piece(kind, value, argument, _ABSENT, False)
+            if len(base) == len(slots):
+                try:
+                    made = jit.specialize(function, capability, {**base, name: argument})
+                except (TypeError, ValueError):
+                    made = None
+                if made is not None and made.signature.get(name) == kind and \
+                        ((index,) in made.constexprs) == (value is not _ABSENT):
+                    piece = _Piece(kind, made.constexprs.get((index,), _ABSENT), argument,
+                                   made.attrs.get((index,), _ABSENT), True)
+            key = (kind, _ABSENT if piece.value is _ABSENT else (type(piece.value).__name__, jit.key_text(piece.value)))
+            if key not in seen:
+                seen.add(key)
+                pieces.append(piece)
+        result.append(pieces)
+    return result
+
+
+def _argument(choice, divisible):
+    kind, value = choice
+    return jit.stand_in(kind, divisible) if value is _ABSENT else value
+
+
+def _search(function, slots, suffixes, capability):
+    """Try candidates (the likeliest values of every slot first, widening) until every wanted
+    hash is found or MAX_CANDIDATES were tried."""
+    names = [name for name, _, _ in slots]
+    choices = _pieces(function, capability, slots)
+    if not all(choices):
+        missing = names[[bool(pieces) for pieces in choices].index(False)]
+        return {entry.key: NotRecovered(f"no value of {missing} is known to try")
+                for hashes in suffixes.values() for entry, _ in hashes.values()}
+    explicit = {(index,): [jit.DIVISIBLE] for index, (_, _, divisible) in enumerate(slots) if divisible}
+    key_of_function = jit.function_key(function)
+    results = {}
+    wanted = sum(len(hashes) for hashes in suffixes.values())
+    tried = 0
+    for tried, picks in enumerate(_best_first([len(pieces) for pieces in choices], MAX_CANDIDATES), start=1):
+        chosen = [choices[index][pick] for index, pick in enumerate(picks)]
+        signature = {name: piece.type for name, piece in zip(names, chosen)}
+        constexprs = {(index,): piece.value for index, piece in enumerate(chosen) if piece.value is not _ABSENT}
+        shapes = [explicit]
+        if all(piece.by_jit for piece in chosen):
+            made = {(index,): piece.attrs for index, piece in enumerate(chosen) if piece.attrs is not _ABSENT}
+            shapes = [made] if made == explicit else [made, explicit]
+        for attrs in shapes:
+            source_hash = jit.fast_source_hash(key_of_function, signature, constexprs, attrs)
             for suffix, hashes in suffixes.items():
-                found = hashlib.sha256(f"{prefix}{source_hash}{suffix}".encode()).hexdigest()
+                found = jit.fast_cache_hash(source_hash, suffix)
                 if found not in hashes:
                     continue
-                entry, (options, env, capability) = hashes[found]
-                signature_map = {name: chosen[index][0] for index, name in enumerate(names)}
-                constexprs = {name: chosen[index][2] for index, name in enumerate(names)
-                              if chosen[index][1] is not _ABSENT}
-                if self.cache_hash(function, signature_map, constexprs, attrs, options, capability, env) != found:
+                entry, (options, env, entry_capability) = hashes[found]
+                specialization = _confirmed(function, entry_capability, names, chosen, attrs is not explicit,
+                                            jit.Specialization(signature, constexprs, attrs))
+                if specialization is None or \
+                        jit.cache_hash(function, entry_capability, specialization, options, env) != found:
                     continue  # the shortcut disagrees with Triton's own key: keep looking
                 del hashes[found]
-                results[entry.key] = Recovered(signature_map, constexprs, attrs, options, env)
+                results[entry.key] = Recovered(
+                    dict(specialization.signature),
+                    {names[path[0]]: value for path, value in specialization.constexprs.items()},
+                    dict(specialization.attrs), specialization.divisible(), options, env, attrs is not explicit)
                 wanted -= 1
-            if wanted == 0:
-                break
-        for hashes in suffixes.values():
-            for entry, _ in hashes.values():
-                results[entry.key] = NotRecovered(f"none of the {min(tried, MAX_CANDIDATES):,} signatures and constexpr "
-                                                  "values tried gives its cache key")
-        return results
+        if wanted == 0:
+            break
+    for hashes in suffixes.values():
+        for entry, _ in hashes.values():
+            results[entry.key] = NotRecovered(f"none of the {min(tried, MAX_CANDIDATES):,} signatures and constexpr "
+                                              "values tried gives its cache key")
+    return results
+
+
+def _confirmed(function, capability, names, chosen, by_jit, specialization):
+    """The specialization a candidate stands for: for the JIT's shape, what the JIT's binder makes of
+    the whole call (None when that is not the candidate); otherwise the candidate as it is."""
+    if not by_jit:
+        return specialization
+    try:
+        made = jit.specialize(function, capability, {name: piece.argument for name, piece in zip(names, chosen)})
+    except (TypeError, ValueError):
+        return None
+    return made if made == specialization else None
 
 
 def _slots(entry, function, pools):
@@ -171,7 +217,8 @@ def _slots(entry, function, pools):
     likely first, divisible); constexpr candidates from `pools` (None: no candidates, only the
     structure). NotRecovered when the entry's parameters cannot be the function's."""
     compiled = {parameter.name: parameter for parameter in entry.parameters}
-    names = [param.name for param in function.params]
+    params = jit.parameters(function)
+    names = [param.name for param in params]
     unknown = [name for name in compiled if name not in names]
     if unknown:
         raise NotRecovered(f"the function has no parameter {unknown[0]}")
@@ -179,7 +226,7 @@ def _slots(entry, function, pools):
     if present != [parameter.name for parameter in entry.parameters]:
         raise NotRecovered("its parameters come in another order than the function's")
     slots = []
-    for param in function.params:
+    for param in params:
         parameter = compiled.get(param.name)
         if parameter is not None:
             if param.is_constexpr:
@@ -187,7 +234,7 @@ def _slots(entry, function, pools):
             slots.append((param.name, [(kind, _ABSENT) for kind in _signature_types(parameter)],
                           parameter.divisibility == 16))
         elif param.is_constexpr:
-            default = param.default if param.has_default else _ABSENT
+            default = _ABSENT if param.default is jit.NO_DEFAULT else param.default
             values = _constexpr_candidates(pools, default) if pools is not None else []
             if type(default).__name__ == "constexpr":  # tl.constexpr(4): the JIT may also have had 4
                 values = _unique([default, default.value] + values)
@@ -210,7 +257,7 @@ def _candidate_pools(ir_text, function):
     """Values a constexpr may have had, by kind, likeliest first: the integers of the IR (most
     frequent first) and the literals of the function's Python source; bools; dtypes the IR uses."""
     from ..spec.dtypes import triton_dtype
-    literals = _python_literals(getattr(function, "src", ""))
+    literals = _python_literals(jit.function_source(function))
     found = integer_constants(ir_text)
     likely = [value for value in found if abs(value) < 2 ** 31 - 1][:MAX_INTEGERS]
     integers = _unique(likely + [value for value in literals if type(value) is int] + found)
@@ -254,16 +301,11 @@ def _is_docstring(tree, node):
 def _unique(values):
     seen, kept = set(), []
     for value in values:
-        key = (type(value).__name__, _key_text(value))
+        key = (type(value).__name__, jit.key_text(value))
         if key not in seen:
             seen.add(key)
             kept.append(value)
     return kept
-
-
-def _key_text(value):
-    """How ASTSource.hash spells a constant."""
-    return value.cache_key if hasattr(value, "cache_key") else str(value)
 
 
 def _best_first(sizes, limit):
@@ -299,11 +341,4 @@ def _with_sum(spans, start, total):
     for first in range(max(0, total - rest), min(spans[start], total) + 1):
         for tail in _with_sum(spans, start + 1, total - first):
             yield (first,) + tail
-
-
-def _tupled(value):
-    """JSON lists back to the tuples Triton's options hold."""
-    if isinstance(value, list):
-        return tuple(_tupled(item) for item in value)
-    return value
 

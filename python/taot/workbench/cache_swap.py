@@ -16,6 +16,7 @@ from pathlib import Path
 from . import triton_cache
 from ..errors import TaotError
 from ..fsutil import write_atomically
+from ..triton_api import jit as triton_jit
 from .rebuild import KERNEL_KEYS, Reference
 
 MARKER = "taot-from-ir.json"   # left in a swapped entry (not in its group): what replaced the kernel
@@ -166,62 +167,40 @@ def _sha256(data):
 def source_key(outdir, located):
     """(hash, file name): the hash Triton's JIT gives the source of a call that specializes as the
     variant does (ASTSource.hash(): the function's cache key, the signature, the constexprs and the
-    divisibility attributes), which keys the override and dump directories, and the name its files
-    have there. Found by running Triton's own argument binder (runtime.jit) on stand-in arguments
-    built from the variant's specialization."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource, make_backend
-    from triton.runtime.jit import create_function_from_signature
-
+    attrs), which keys the override and dump directories, and the name its files have there. Found by
+    running Triton's own argument binder on stand-in arguments built from the variant's specialization."""
     from ..spec.source import load_function
 
     kernel, variant = located.kernel, located.variant
     function = load_function(Path(outdir) / kernel["source"], kernel["function"])
-    backend = make_backend(GPUTarget("cuda", located.image["arch"], 32))
-    values = _stand_in_arguments(kernel, variant, function)
-    binder = create_function_from_signature(function.signature, function.params, backend)
-    bound, specialization, _ = binder(**values)
-    _, signature, constexprs, attrs = function._pack_args(backend, {}, bound, specialization, None)
-    source = ASTSource(function, signature, constexprs, attrs)
-    return source.hash(), source.name[:150]  # compiler.compile() truncates the name so
-
-
-class _StandInPointer:
-    """What Triton's binder reads from a tensor argument: its dtype and address (16-aligned or not)."""
-
-    def __init__(self, dtype, aligned):
-        self.dtype = dtype
-        self.address = 16 if aligned else 8
-
-    def data_ptr(self):
-        return self.address
-
-
-_INT_VALUES = {("i32", 16): 16, ("i32", 0): 17, ("i64", 16): 2**32 + 16, ("i64", 0): 2**32 + 17}
+    specialization = triton_jit.specialize(function, located.image["arch"],
+                                           _stand_in_arguments(kernel, variant, function))
+    return triton_jit.source_hash(function, specialization), triton_jit.compiled_file_name(function)
 
 
 def _stand_in_arguments(kernel, variant, function):
+    """Parameter name -> an argument the JIT's binder specializes as the variant's specialization
+    says (constexprs and arguments compiled as constants take their values)."""
     from ..spec.dtypes import triton_dtype
     dtype_fields = {field["name"] for field in kernel.get("config", []) if field.get("kind") == "dtype"}
+    names = [param.name for param in triton_jit.parameters(function)]
     values = {}
     for entry in variant["specialization"]:
         name = entry["arg"]
-        if name not in function.arg_names:
+        if name not in names:
             continue  # a launch-only argument
         if "block" in entry:
             raise TaotError(f"{name} is a tensor descriptor, which taot cannot stand in for to find the key "
                             f"Triton's JIT gives this source; swap into a cache entry with --triton-cache instead")
         if "dtype" in entry:
-            values[name] = None if entry.get("none") else _StandInPointer(triton_dtype(entry["dtype"]),
-                                                                           entry.get("align") == 16)
-        elif entry["type"] in ("i32", "i64"):
-            values[name] = 1 if entry.get("hint") == 1 else _INT_VALUES[(entry["type"], entry.get("hint", 0))]
-        elif entry["type"] == "i1":
-            values[name] = True
+            values[name] = None if entry.get("none") else triton_jit.stand_in("*" + entry["dtype"],
+                                                                              entry.get("align") == 16)
+        elif entry["type"] in ("i32", "i64") and entry.get("hint") == 1:
+            values[name] = 1
         else:
-            values[name] = 1.5
+            values[name] = triton_jit.stand_in(entry["type"], entry.get("hint") == 16)
     for name, value in variant.get("config", {}).items():
-        if name in function.arg_names and name not in values:
+        if name in names and name not in values:
             values[name] = triton_dtype(value) if name in dtype_fields else value
     return values
 

@@ -40,14 +40,21 @@ def read(data):
     machine, = struct.unpack_from("<H", data, 18)
     if machine != EM_CUDA:
         raise CubinError(f"an ELF file for machine {machine}, not CUDA ({EM_CUDA})")
-    flags, = struct.unpack_from("<I", data, 48)
+    abi_version, flags = data[8], struct.unpack_from("<I", data, 48)[0]
     kernels = {}
     for name, body in _sections(data):
         if name.startswith(".nv.info."):
             kernel = _kernel(name[len(".nv.info."):], body)
             if kernel is not None:
                 kernels[kernel.name] = kernel
-    return Cubin(sm=flags & 0xFF, kernels=kernels)
+    return Cubin(sm=_sm(abi_version, flags), kernels=kernels)
+
+
+def _sm(abi_version, flags):
+    """The SM in e_flags (as workbench/src/cubin.cpp decode_flags reads it): ELF ABI version 7 and
+    before keep it in bits 0-7; version 8 (ptxas 13's, used for sm_100+ and, from Triton 3.9, for sm_90)
+    in bits 8-15."""
+    return (flags >> 8) & 0xFF if abi_version >= 8 else flags & 0xFF
 
 
 def _sections(data):

@@ -1,9 +1,8 @@
 # Triton's own pass pipelines, one pass at a time. A pipeline is named by the stage it produces (ttir,
 # ttgir, llir). Its passes are read from the backend's stage function itself (make_ttir, make_ttgir,
-# make_llir, as the backend's add_stages hands them to triton.compile) by calling it with a recording
-# stand-in for ir.pass_manager, and are then replayed on real pass managers, one pass each, so that the
-# module can be printed, counted and timed after every pass.
-import contextlib
+# make_llir, as the backend's add_stages hands them to triton.compile; triton_api.ir records the calls
+# that add them) and are then replayed on real pass managers, one pass each, so that the module can be
+# printed, counted and timed after every pass.
 import dataclasses
 import difflib
 import gzip
@@ -11,18 +10,15 @@ import json
 import lzma
 import tempfile
 import time
-import types
 from pathlib import Path
 
-import triton
-from triton._C import libtriton
-from triton._C.libtriton import ir
-from triton.backends.compiler import Language
-
+from .. import triton_api
 from ..compile import ir_files
 from ..errors import TaotError
 from ..compile.jobs import captured_output, diagnostic_lines, json_safe
 from ..spec.targets import Target, parse_target
+from ..triton_api import compiler as triton_compiler
+from ..triton_api import ir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,9 +116,9 @@ def _metadata_target(metadata):
 
 def _ir_settings(module, path):
     """What the module's own attributes fix: option name -> value, and "target" -> Target."""
-    found = {name: module.get_int_attr(attribute) for name, attribute in _IR_OPTION_ATTRIBUTES.items()}
+    found = {name: module.int_attribute(attribute) for name, attribute in _IR_OPTION_ATTRIBUTES.items()}
     found = {name: value for name, value in found.items() if value is not None}
-    target_name = module.get_operation().get_str_attr("ttg.target")
+    target_name = module.string_attribute("ttg.target")
     if target_name is not None:
         backend, _, capability = target_name.partition(":")
         target = parse_target(f"sm_{capability}") if backend == "cuda" else None
@@ -162,7 +158,7 @@ def resolve_settings(module, path, flags, flag_target):
     else:
         target, target_source = parse_target(DEFAULT_TARGET), "taot's default"
 
-    option_fields = set(triton.compiler.make_backend(target.gpu_target()).parse_options({}).__dict__)
+    option_fields = triton_compiler.option_fields()
     if compiled_for is not None and compiled_for.capability != target.capability:
         option_fields &= set(TUNABLE_OPTIONS)  # the others Triton derived from the compile's own target
     from_metadata = {name: _frozen(value) for name, value in metadata.items()
@@ -192,98 +188,30 @@ class Step:
     """One step of a pipeline: a pass as the stage function adds it, or the llir pipeline's translation."""
     index: int         # 1-based position in the pipeline
     name: str          # unique in the pipeline: from the add function ("coalesce"); ".N" from a name's second use
-    function: str      # the add function as the stage calls it ("passes.ttgpuir.add_coalesce"); "" for translation
-    arguments: tuple   # what the stage passed after the pass manager
-    keywords: dict
+    call: ir.PassCall  # the add call as the stage function made it; None for the translation
     mlir: str          # what MLIR's pass manager calls the added pass(es), e.g. "tritongpu-coalesce"
-    add: object = dataclasses.field(repr=False, compare=False)  # Triton's add function; None for translation
 
     @property
     def is_translation(self):
-        return self.add is None
+        return self.call is None
+
+    @property
+    def function(self):
+        """The add function as the stage calls it ("passes.ttgpuir.add_coalesce"); "" for the translation."""
+        return "" if self.call is None else self.call.function
 
     def call_text(self):
         """The add call as the stage function made it, without the pass manager."""
         if self.is_translation:
             return "the rest of Triton's llir stage after its passes: translation to LLVM IR text"
-        parts = [repr(argument) for argument in self.arguments]
-        parts += [f"{key}={value!r}" for key, value in self.keywords.items()]
+        parts = [repr(argument) for argument in self.call.arguments]
+        parts += [f"{key}={value!r}" for key, value in self.call.keywords.items()]
         return f"{self.function}({', '.join(parts)})"
 
     def as_json(self):
+        arguments, keywords = ((), {}) if self.call is None else (self.call.arguments, self.call.keywords)
         return {"index": self.index, "pass": self.name, "function": self.function,
-                "arguments": json_safe(self.arguments), "keywords": json_safe(self.keywords), "mlir": self.mlir}
-
-
-class _StageReachedRun(Exception):
-    """Raised by the recording pass manager's run(): the stage function stops where its passes would run."""
-
-
-class _RecordingPassManager:
-    """Stands in for ir.pass_manager while a stage function is recorded: the add functions record the
-    passes added to it; run() raises _StageReachedRun (stop_at_run) or does nothing (the passes ran
-    already, one by one, and the stage function goes on with what follows them)."""
-
-    def __init__(self, real, added, stop_at_run):
-        self._real = real
-        self.added = added
-        self._stop_at_run = stop_at_run
-
-    def enable_debug(self):
-        # What a real pass manager answers (whether MLIR_ENABLE_DUMP is on), which some add calls take.
-        return self._real.enable_debug()
-
-    def run(self, module, name):
-        if self._stop_at_run:
-            raise _StageReachedRun()
-
-
-def _pass_modules():
-    """Every libtriton submodule whose dotted name has a "passes" part (passes.ttgpuir,
-    nvidia.passes.ttnvgpuir, ...), by its name relative to libtriton."""
-    found = {}
-
-    def visit(module):
-        relative = module.__name__[len(libtriton.__name__) + 1:]
-        if "passes" in relative.split("."):
-            found[relative] = module
-        for child in vars(module).values():
-            if isinstance(child, types.ModuleType) and child.__name__.startswith(module.__name__ + "."):
-                visit(child)
-
-    visit(libtriton)
-    return found
-
-
-def _recording_add(real, qualified_name):
-    def add(pass_manager, *arguments, **keywords):
-        if isinstance(pass_manager, _RecordingPassManager):
-            pass_manager.added.append((qualified_name, real, arguments, keywords))
-        else:
-            real(pass_manager, *arguments, **keywords)
-    return add
-
-
-@contextlib.contextmanager
-def _recording(stop_at_run):
-    """While active, ir.pass_manager makes _RecordingPassManagers and every add_* function of
-    libtriton's pass modules records into them; yields the list of (name, add, arguments, keywords)
-    recorded. Patches Triton's bindings process-wide: not thread-safe, restored on exit."""
-    real_pass_manager = ir.pass_manager
-    added = []
-    patched = []
-    try:
-        for relative, module in _pass_modules().items():
-            for name, function in list(vars(module).items()):
-                if name.startswith("add_") and callable(function):
-                    setattr(module, name, _recording_add(function, f"{relative}.{name}"))
-                    patched.append((module, name, function))
-        ir.pass_manager = lambda context: _RecordingPassManager(real_pass_manager(context), added, stop_at_run)
-        yield added
-    finally:
-        ir.pass_manager = real_pass_manager
-        for module, name, function in patched:
-            setattr(module, name, function)
+                "arguments": json_safe(arguments), "keywords": json_safe(keywords), "mlir": self.mlir}
 
 
 def _step_name(function):
@@ -292,11 +220,9 @@ def _step_name(function):
     return last[len("add_"):].replace("_", "-")
 
 
-def _mlir_name(context, add, arguments, keywords):
+def _mlir_name(call, context):
     """What MLIR calls the pass(es) an add call adds, without their options: "tritongpu-coalesce"."""
-    pass_manager = ir.pass_manager(context)
-    add(pass_manager, *arguments, **keywords)
-    text = pass_manager.get_pipeline_str()  # e.g. "any(tritongpu-coalesce,canonicalize{...})"
+    text = call.pipeline_text(context)  # e.g. "any(tritongpu-coalesce,canonicalize{...})"
     inner = text[text.find("(") + 1:text.rfind(")")] if "(" in text else text
     kept, depth = [], 0
     for character in inner:
@@ -307,30 +233,27 @@ def _mlir_name(context, add, arguments, keywords):
     return "".join(kept)
 
 
-def record_steps(stage, module, context, pipeline):
-    """The steps of `pipeline`: the passes the stage function adds, in order, named; then the
-    translation when the pipeline translates. The stage function runs up to its pass manager's run()
-    on the real module (what it does before its passes, such as setting ttg.maxnreg, happens to it)."""
-    with _recording(stop_at_run=True) as added:
-        try:
-            stage(module, {})
-        except _StageReachedRun:
-            pass
-        except Exception as error:  # e.g. no ptxas to ask for the PTX version, or a pass taot could not record
-            raise TaotError(f"Triton's {pipeline.name} stage failed before its passes: "
-                            f"{type(error).__name__}: {error}") from None
-        else:
-            raise TaotError(f"Triton's {pipeline.name} stage ran no pass manager; taot passes cannot read its passes")
+def record_steps(stage, module, pipeline):
+    """The steps of `pipeline` (an ir.Stage and the ir.Module it runs on): the passes the stage function
+    adds, in order, named; then the translation when the pipeline translates. The stage function runs up
+    to its pass manager's run() on the real module (what it does before its passes, such as setting
+    ttg.maxnreg, happens to it)."""
+    try:
+        calls = stage.passes(module)
+    except Exception as error:  # e.g. no ptxas to ask for the PTX version, or a pass taot could not record
+        raise TaotError(f"Triton's {pipeline.name} stage failed before its passes: "
+                        f"{type(error).__name__}: {error}") from None
+    if calls is None:
+        raise TaotError(f"Triton's {pipeline.name} stage ran no pass manager; taot passes cannot read its passes")
     steps = []
     uses = {}
-    for function, add, arguments, keywords in added:
-        name = _step_name(function)
+    for call in calls:
+        name = _step_name(call.function)
         uses[name] = uses.get(name, 0) + 1
         unique = name if uses[name] == 1 else f"{name}.{uses[name]}"
-        steps.append(Step(len(steps) + 1, unique, function, arguments, keywords,
-                          _mlir_name(context, add, arguments, keywords), add))
+        steps.append(Step(len(steps) + 1, unique, call, _mlir_name(call, module.context)))
     if pipeline.translates:
-        steps.append(Step(len(steps) + 1, TRANSLATION, "", (), {}, "", None))
+        steps.append(Step(len(steps) + 1, TRANSLATION, None, ""))
     return steps
 
 
@@ -383,17 +306,6 @@ class StepResult:
                     ops_after=self.ops_after, ms=round(self.seconds * 1000, 3))
 
 
-def count_ops(module):
-    """Operations in an MLIR module, the module itself included."""
-    count = [0]
-
-    def visit(_operation):
-        count[0] += 1
-
-    module.walk(visit)
-    return count[0]
-
-
 def count_llvm_instructions(text):
     """Instructions in LLVM IR text: the indented lines (function bodies indent them; labels,
     declarations and metadata start at the line's start)."""
@@ -412,8 +324,8 @@ def line_changes(before, after):
 
 
 def parse_module(path, context):
-    """Parse an IR stage file (plain or compressed) into `context`; TaotError with the parser's
-    messages, naming the file, when it does not parse."""
+    """Parse an IR stage file (plain or compressed) into `context` (from ir.new_context): an ir.Module;
+    TaotError with the parser's messages, naming the file, when it does not parse."""
     path = Path(path)
     try:
         text = ir_files.read_stage(path)
@@ -426,15 +338,14 @@ def parse_module(path, context):
             parsed_path.write_text(text)
         with captured_output() as captured:
             try:
-                module = ir.parse_mlir_module(str(parsed_path), context)
-            except RuntimeError as error:
+                module = ir.Module.parse(parsed_path, context)
+            except ir.ParseFailed as error:
                 module, failure = None, error
     if module is None:
         said = [line.replace(str(parsed_path), str(path)) for line in diagnostic_lines(captured.text)]
         detail = "\n".join(said) if said else str(failure)
         raise TaotError(f"{path}: not a valid MLIR module:\n{detail}")
     captured.replay()
-    module.context = context  # the stage functions make their pass managers from module.context
     return module
 
 
@@ -447,25 +358,21 @@ class PipelineRun:
         and record the pipeline's steps from Triton's own stage function."""
         self.path = Path(path)
         self.pipeline = pipeline
-        self.context = ir.context()
-        ir.load_dialects(self.context)
-        dialect_target = flag_target or parse_target(DEFAULT_TARGET)
-        triton.compiler.make_backend(dialect_target.gpu_target()).load_dialects(self.context)
+        self.context = ir.new_context((flag_target or parse_target(DEFAULT_TARGET)).capability)
         self.module = parse_module(self.path, self.context)
         self.settings = resolve_settings(self.module, self.path, flags, flag_target)
-        self.backend = triton.compiler.make_backend(self.settings.target.gpu_target())
+        capability = self.settings.target.capability
         try:
-            self.options = self.backend.parse_options(self.settings.values())
+            self.options, stages = ir.stages(capability, self.settings.values())
         except (ValueError, AssertionError, TypeError) as error:
             raise TaotError(f"Triton refuses these options for {self.settings.target.name}: {error}") from None
-        stages = {}
-        self.backend.add_stages(stages, self.options, Language.TRITON)
+        self.backend_name = ir.backend_name(capability)
         self._stage = stages[pipeline.name]
-        self.steps = record_steps(self._stage, self.module, self.context, pipeline)
+        self.steps = record_steps(self._stage, self.module, pipeline)
         self.metadata = {}  # what the translation adds to the compile's metadata (shared memory, ...)
-        self.text = self.module.str()
-        self._plain_text = self.module.str_nodebug()
-        self._ops = count_ops(self.module)
+        self.text = self.module.text()
+        self._plain_text = self.module.text_without_locations()
+        self._ops = self.module.operation_count()
         self.translated = False
 
     @property
@@ -494,7 +401,8 @@ class PipelineRun:
             text = plain_text = llvm_ir
             ops = count_llvm_instructions(llvm_ir)
         else:
-            text, plain_text, ops = self.module.str(), self.module.str_nodebug(), count_ops(self.module)
+            text, plain_text = self.module.text(), self.module.text_without_locations()
+            ops = self.module.operation_count()
         added, removed = line_changes(self._plain_text, plain_text)
         result = StepResult(step, text, text != self.text, text != self.text and plain_text == self._plain_text,
                             added, removed, self._ops, ops, seconds)
@@ -503,24 +411,19 @@ class PipelineRun:
 
     def _run_pass(self, step):
         """Run one pass on the module; None (the module changes in place)."""
-        pass_manager = ir.pass_manager(self.context)
-        pass_manager.enable_debug()  # as the stage function does: MLIR_ENABLE_DUMP and friends apply
-        step.add(pass_manager, *step.arguments, **step.keywords)
-        pass_manager.run(self.module, step.name)
+        step.call.run(self.module, step.name)
 
     def _translate(self):
-        """The rest of the stage function after its passes, as Triton runs it: the stage function is
-        called again with a pass manager that runs nothing (the passes ran already) and returns the
-        LLVM IR text; what it records in the metadata is kept in self.metadata. What it does before
-        its passes runs a second time (Triton 3.6's llir stage only reads the PTX version there)."""
-        with _recording(stop_at_run=False):
-            return self._stage(self.module, self.metadata)
+        """The rest of the stage function after its passes, as Triton runs it (ir.Stage.finish): returns
+        the LLVM IR text; what it records in the metadata is kept in self.metadata. What it does before
+        its passes runs a second time (the llir stage only reads the PTX version there)."""
+        return self._stage.finish(self.module, self.metadata)
 
     def describe(self):
         """The run's pipeline, target and options, JSON-safe."""
         return {"pipeline": self.pipeline.name, "input": str(self.path),
-                "triton_version": triton.__version__, "backend": type(self.backend).__name__,
+                "triton_version": triton_api.VERSION, "backend": self.backend_name,
                 "target": {"name": self.settings.target.name, "from": self.settings.target_source},
-                "options": {name: {"value": json_safe(getattr(self.options, name, setting.value)),
+                "options": {name: {"value": json_safe(self.options.get(name, setting.value)),
                                    "from": setting.source}
                             for name, setting in self.settings.options.items()}}

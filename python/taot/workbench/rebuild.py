@@ -1,10 +1,10 @@
 # Rebuild a kernel from an edited compile stage (.ttir, .ttgir, .llir, .ptx or .cubin): every later
 # stage recomputed, launch metadata that fits the result, and a check that it still takes the
-# parameters of the kernel it replaces. Triton 3.6 compiles from a .ttir or .ttgir path itself;
-# from .llir and .ptx (which its compile() cannot start from) this module calls the NVIDIA
-# backend's later stages as Triton's pipeline does (make_ptx, then make_cubin: ptxas); a .cubin is
-# taken as it is. What the stages after the edited one do not compute is carried from the kernel
-# being replaced, and the result says which values were.
+# parameters of the kernel it replaces. Triton compiles from a .ttir or .ttgir path itself; from
+# .llir and .ptx (which its compile() cannot start from) the NVIDIA backend's later stages run as
+# Triton's pipeline runs them (make_ptx, then make_cubin: ptxas); a .cubin is taken as it is. What
+# the stages after the edited one do not compute is carried from the kernel being replaced, and the
+# result says which values were. Triton is reached through triton_api.ir only.
 import gzip
 import hashlib
 import json
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import cubin as cubin_reader
+from .. import triton_api
+from ..triton_api import versions
 from ..errors import TaotError
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
@@ -128,7 +130,14 @@ def kernel_name(path):
 def rebuild(path, reference):
     """Rebuild the kernel of the edited file at `path` to replace `reference`. Runs in a child
     process, because a malformed LLVM IR file aborts the LLVM that parses it; what the compile
-    printed comes back in `output`. Raises RebuildError naming the file and what went wrong."""
+    printed comes back in `output`. Raises RebuildError naming the file and what went wrong, before
+    any work when the kernel it replaces was compiled by another Triton release than the one taot runs
+    (its IR is that release's, and its image takes that release's launch ABI)."""
+    built_by = reference.metadata.get("triton_version")
+    if built_by and versions.release_of(str(built_by)) is not triton_api.RELEASE:
+        raise RebuildError(f"{path}: {reference.label} was compiled by Triton {built_by}, and taot runs Triton "
+                           f"{triton_api.VERSION}: a rebuild must use the release that compiled it (set TAOT_PYTHON to "
+                           f"a Python with Triton {built_by}), or build the library again with this one")
     stage, data = read_edited(path)
     with tempfile.TemporaryDirectory(prefix="taot-from-ir-") as scratch:
         log = Path(scratch) / "output.log"
@@ -165,13 +174,13 @@ def _rebuild_in_child(path, stage, data, reference, scratch, log):
     """("ok", Rebuilt) or ("error", text). Descriptors 1 and 2 go to `log` meanwhile, so that what
     a crashing compiler printed can be shown by the parent."""
     from ..compile import ptxas_report
-    from ..compile.jobs import error_text, private_triton_cache
+    from ..compile.jobs import error_text
     with open(log, "wb") as stream:
         os.dup2(stream.fileno(), 1)
         os.dup2(stream.fileno(), 2)
     start = time.perf_counter()
     try:
-        with private_triton_cache(), ptxas_report.recording() as ptxas_log:
+        with ptxas_report.recording() as ptxas_log:
             rebuilt = _rebuild(path, stage, data, reference, Path(scratch))
     except RebuildError as error:
         return "error", str(error)
@@ -184,13 +193,10 @@ def _rebuild_in_child(path, stage, data, reference, scratch, log):
 
 
 def _rebuild(path, stage, data, reference, scratch):
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import make_backend
-
     from ..compile.jobs import json_safe
+    from ..triton_api import ir
 
-    target = GPUTarget("cuda", reference.capability, 32)
-    backend = make_backend(target)
+    capability = reference.capability
     metadata = dict(reference.metadata)
     mlir_signature = None
     if stage in ("ttir", "ttgir"):
@@ -199,26 +205,26 @@ def _rebuild(path, stage, data, reference, scratch):
             raise RebuildError(f"{path}: its layouts were made for cuda:{made_for.group(1)} (ttg.target), and "
                                f"{reference.label} is compiled for sm_{reference.capability}")
         compiled_path = _plain_copy(path, stage, data, scratch)
-        mlir_signature, tensordesc_meta = _mlir_facts(compiled_path, stage, backend)
-        stages, cubin, metadata = _compile_mlir(compiled_path, target, reference.metadata)
+        function = ir.read_function(compiled_path, capability)
+        mlir_signature = (function.name, function.parameter_types)
+        later, cubin, metadata = ir.compile_file(compiled_path, capability, carried_options(reference.metadata))
+        stages = {name: later[name] for name in STAGES[:-1] if name in later}
         if stage == "ttgir":  # Triton's make_ttgir, skipped here, is what records it
-            metadata["tensordesc_meta"] = tensordesc_meta
+            metadata["tensordesc_meta"] = function.tensordesc_meta
         carried = ()
     elif stage == "cubin":
         stages, cubin = {}, data
         carried = _from_cubin(path, cubin, metadata)
     else:
         text = data.decode()
-        options = backend.parse_options(carried_options(reference.metadata))
+        options = carried_options(reference.metadata)
         if stage == "llir":
-            from triton._C.libtriton import llvm
-            llvm.init_targets()
-            ptx = backend.make_ptx(text, metadata, options, reference.capability)
+            ptx = ir.llir_to_ptx(text, metadata, capability, options)
             stages = {"llir": text, "ptx": ptx}
         else:
             ptx = text
             stages = {"ptx": ptx}
-        cubin = backend.make_cubin(ptx, metadata, options, reference.capability)
+        cubin = ir.ptx_to_cubin(ptx, metadata, capability, options)
         metadata["name"] = _ptx_entry(path, ptx)[0]
         carried = _carry_warps(path, metadata, _required_threads(ptx), "its .reqntid")
     if stage in ("ttir", "ttgir"):
@@ -228,11 +234,13 @@ def _rebuild(path, stage, data, reference, scratch):
 
 
 def carried_options(metadata):
-    """Triton's options as the replaced kernel was compiled with them, read from its metadata."""
-    from triton.backends.nvidia.compiler import CUDAOptions
+    """Triton's options as the replaced kernel was compiled with them, read from its metadata (those
+    the installed Triton has: a kernel compiled by another release may name others)."""
+    from ..triton_api.compiler import option_fields
+    fields = option_fields()
     options = {}
     for key, value in metadata.items():
-        if key in CUDAOptions.__dataclass_fields__ and key not in _OPTIONS_NOT_CARRIED and value is not None:
+        if key in fields and key not in _OPTIONS_NOT_CARRIED and value is not None:
             options[key] = tuple(value) if isinstance(value, list) else value
     return options
 
@@ -244,27 +252,6 @@ def _plain_copy(path, stage, data, scratch):
     copy = scratch / Path(path).with_suffix("").name
     copy.write_bytes(data)
     return str(copy)
-
-
-def _mlir_facts(path, stage, backend):
-    """((name, parameter types), tensor descriptor metadata) of a .ttir/.ttgir file, read the way
-    Triton's IRSource reads it (types without attributes: '*f32', 'i32')."""
-    from triton._C.libtriton import ir
-    from triton.compiler.compiler import IRSource
-    context = ir.context()  # the module lives only as long as its context: keep it while reading
-    source = IRSource(path, context, backend)
-    signature = (source.name.lstrip("@"), tuple(source.signature[index] for index in sorted(source.signature)))
-    tensordesc_meta = source.module.get_tensordesc_metadata() if stage == "ttgir" else None
-    return signature, tensordesc_meta
-
-
-def _compile_mlir(path, target, reference_metadata):
-    """Triton's own compile from an IR file: the stages after it, the cubin and the metadata. Options
-    are the replaced kernel's; from a .ttgir, num_warps and num_ctas are the file's attributes."""
-    import triton
-    compiled = triton.compile(path, target=target, options=carried_options(reference_metadata))
-    stages = {stage: compiled.asm[stage] for stage in STAGES[:-1] if stage in compiled.asm}
-    return stages, compiled.asm["cubin"], dict(compiled.metadata._asdict())
 
 
 def _from_cubin(path, data, metadata):
@@ -386,13 +373,12 @@ def _reference_mlir_signature(reference):
     stage = next((stage for stage in ("ttir", "ttgir") if stage in reference.stages), None)
     if stage is None:
         return None
-    from triton.compiler import make_backend
-    from triton.backends.compiler import GPUTarget
+    from ..triton_api import ir
     with tempfile.TemporaryDirectory(prefix="taot-from-ir-") as scratch:
         path = Path(scratch) / f"reference.{stage}"
         path.write_text(reference.stages[stage])
-        signature, _ = _mlir_facts(str(path), stage, make_backend(GPUTarget("cuda", reference.capability, 32)))
-    return signature
+        function = ir.read_function(path, reference.capability)
+    return function.name, function.parameter_types
 
 
 def _cubin_kernel(label, data, name):
