@@ -37,6 +37,15 @@ DType read_type(Reader& reader, const json& entry, const std::string& path, std:
 
 std::string no_type(const Arg&) { return "void"; }
 
+// Kernel parameters: a pointer's address; a scalar of its type's size (i1: one byte); none.
+void pointer_param(const Arg&, const ArgSpecialization&, const LaunchAbi&, bool, std::vector<std::uint32_t>& sizes) {
+  sizes.push_back(static_cast<std::uint32_t>(abi::kPointerBytes));
+}
+void scalar_param(const Arg&, const ArgSpecialization& spec, const LaunchAbi&, bool, std::vector<std::uint32_t>& sizes) {
+  sizes.push_back(static_cast<std::uint32_t>(dtype_size(spec.type)));
+}
+void no_param(const Arg&, const ArgSpecialization&, const LaunchAbi&, bool, std::vector<std::uint32_t>&) {}
+
 // pointer ---------------------------------------------------------------------------------------
 void read_pointer(Reader& reader, const json& object, const std::string& path, Arg& arg) {
   arg.types = reader.read_dtype_list(reader.get_array(&object, "dtypes", path, 1), child(path, "dtypes"), {});
@@ -82,6 +91,15 @@ void read_tensordesc_specialization(Reader& reader, const Arg& arg, const json& 
                 fmt::format("{} is not among the blocks of tensordesc argument {}", json(block).dump(), arg.name));
   }
   spec.block = static_cast<std::uint16_t>(found - arg.blocks.begin());
+}
+void tensordesc_params(const Arg& arg, const ArgSpecialization&, const LaunchAbi& launch_abi, bool with_map,
+                       std::vector<std::uint32_t>& sizes) {
+  const abi::DescriptorParams params = abi::descriptor_params(launch_abi.tensordesc_layout, with_map);
+  for (std::size_t r = 0; r < params.count; ++r) {
+    const std::size_t count = params.runs[r].per_dim ? arg.rank : 1;
+    for (std::size_t d = 0; d < count; ++d)
+      sizes.push_back(static_cast<std::uint32_t>(abi::descriptor_value_bytes(params.runs[r].value)));
+  }
 }
 std::string describe_tensordesc(const Arg& arg) {
   std::string blocks;
@@ -133,7 +151,7 @@ const ArgKindRules kRules[] = {
        return "pointer to " + or_list(arg.types) +
               (arg.none ? ", or null (None: selects the variants compiled with " + arg.name + " None)" : "");
      },
-     false},
+     false, pointer_param},
     {ArgKind::int_scalar, "int", "int_scalar", "type", read_int, read_int_specialization,
      [](const Arg& arg) -> std::string { return takes_i64(arg) ? "std::int64_t" : "std::int32_t"; },
      [](const Arg& arg) -> std::string { return takes_i64(arg) ? "int64_t" : "int32_t"; },
@@ -141,17 +159,18 @@ const ArgKindRules kRules[] = {
        return or_list(arg.types) + " integer" +
               (arg.launch_only ? ", launch-only (read by the grid; not passed to the kernel)" : "");
      },
-     true},
+     true, scalar_param},
     {ArgKind::float_scalar, "float", "float_scalar", "type", read_float, read_scalar_specialization, float_type, float_type,
-     [](const Arg& arg) { return std::string(dtype_name(arg.types.at(0))) + " scalar"; }, false},
+     [](const Arg& arg) { return std::string(dtype_name(arg.types.at(0))) + " scalar"; }, false, scalar_param},
     {ArgKind::bool_scalar, "bool", "bool_scalar", "type", read_bool, read_scalar_specialization,
      [](const Arg&) -> std::string { return "bool"; }, [](const Arg&) -> std::string { return "bool"; },
-     [](const Arg&) -> std::string { return "bool"; }, false},
+     [](const Arg&) -> std::string { return "bool"; }, false, scalar_param},
     {ArgKind::tensordesc, "tensordesc", "tensordesc", "dtype", read_tensordesc, read_tensordesc_specialization,
      [](const Arg&) -> std::string { return "const taot::TensorDesc&"; },
-     [](const Arg&) -> std::string { return "const taot_tensordesc*"; }, describe_tensordesc, false},
+     [](const Arg&) -> std::string { return "const taot_tensordesc*"; }, describe_tensordesc, false,
+     tensordesc_params},
     {ArgKind::constexpr_value, "constexpr", "", "", read_constexpr, read_no_specialization, no_type, no_type,
-     [](const Arg&) -> std::string { return ""; }, false},
+     [](const Arg&) -> std::string { return ""; }, false, no_param},
 };
 
 }  // namespace

@@ -1,12 +1,13 @@
 // What each kind of argument (ArgKind) means to the code generator, in one place: its name in the
 // manifest, how its entry in "args" and its variants' "specialization" entries are read and
-// checked, its C++ and C parameter types, its runtime table enumerator and its description in
-// generated comments. Adding a kind is one entry in arg_kinds.cpp (and its enumerator in
+// checked, its C++ and C parameter types, its runtime table enumerator, its description in
+// generated comments and the kernel parameters the runtime passes for it (checked against cubins). Adding a kind is one entry in arg_kinds.cpp (and its enumerator in
 // manifest.h and the runtime's kernel_table.h).
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "json_reader.h"
 #include "taot/codegen/manifest.h"
@@ -28,6 +29,11 @@ struct ArgKindRules {
   std::string (*c_type)(const Arg& arg);       // the generated C entry points' parameter type
   std::string (*description)(const Arg& arg);  // for generated comments: "pointer to fp32 or fp16"
   bool grid_operand;                           // a grid program may read it ("arg" op)
+  // Appends the bytes of each kernel parameter the runtime passes for a value of `arg`, compiled as
+  // `spec`, to an image compiled for `launch_abi` with (`with_map`) or without TMA maps: one for
+  // values passed in place, a descriptor's per taot/launch_abi.h, none for constexprs.
+  void (*param_sizes)(const Arg& arg, const ArgSpecialization& spec, const LaunchAbi& launch_abi, bool with_map,
+                      std::vector<std::uint32_t>& sizes);
 };
 
 // The rules of `kind`.

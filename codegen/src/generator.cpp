@@ -16,6 +16,7 @@
 #include "arg_kinds.h"
 #include "literals.h"
 #include "names.h"
+#include "taot/codegen/launch_check.h"
 #include "taot/codegen/sha256.h"
 #include "templates.h"
 
@@ -251,21 +252,26 @@ class Renderer {
     return guard;
   }
 
+  // Reads each distinct cubin once and checks every image's against the parameters the runtime
+  // will pass it (launch_check.h).
   Expected<bool> collect_cubins() {
     for (const Kernel& kernel : manifest_.kernels) {
       for (const Variant& variant : kernel.variants) {
         for (const Image& image : variant.images) {
-          if (cubin_index_.count(image.cubin_sha256) != 0) continue;
-          Expected<FileContent> content = read_file_with_sha256(image.cubin_path);
-          if (!content.ok()) return input_error("cannot embed cubin: " + content.status().message());
-          if (content->sha256 != image.cubin_sha256) {
-            return input_error(fmt::format("cannot embed cubin {}: its sha256 is {} ({} bytes) but {} says {}: the file "
-                                     "changed after the manifest was written",
-                                     image.cubin_path.generic_string(), content->sha256, content->bytes.size(),
-                                     manifest_.path.generic_string(), image.cubin_sha256));
+          if (cubin_index_.count(image.cubin_sha256) == 0) {
+            Expected<FileContent> content = read_file_with_sha256(image.cubin_path);
+            if (!content.ok()) return input_error("cannot embed cubin: " + content.status().message());
+            if (content->sha256 != image.cubin_sha256) {
+              return input_error(fmt::format("cannot embed cubin {}: its sha256 is {} ({} bytes) but {} says {}: the "
+                                             "file changed after the manifest was written",
+                                             image.cubin_path.generic_string(), content->sha256, content->bytes.size(),
+                                             manifest_.path.generic_string(), image.cubin_sha256));
+            }
+            cubin_index_[image.cubin_sha256] = cubins_.size();
+            cubins_.push_back(Cubin{image.cubin_sha256, std::move(content->bytes), image.cubin});
           }
-          cubin_index_[image.cubin_sha256] = cubins_.size();
-          cubins_.push_back(Cubin{image.cubin_sha256, std::move(content->bytes), image.cubin});
+          const std::string& bytes = cubins_[cubin_index_.at(image.cubin_sha256)].bytes;
+          if (Status status = check_launch_abi(kernel, variant, image, bytes); !status.ok()) return status;
         }
       }
     }
@@ -509,6 +515,7 @@ class Renderer {
           {"tensordescs", as_list(std::move(tensordescs))},
           {"tensordescs_ref", has_tensordescs ? fmt::format("{}image_{}_tensordescs", prefix, i) : std::string("nullptr")},
           {"tensordesc_count", number(image.tensordesc_meta.size())},
+          {"tensordesc_layout", std::string(tensordesc_layout_enumerator(image.launch_abi.tensordesc_layout))},
           {"target", c_string_literal(image.target)},
           {"arch", number(image.arch)},
           {"arch_specific", boolean(image.arch_specific)},
@@ -531,6 +538,9 @@ class Renderer {
           {"spill_stores", number(image.ptxas ? image.ptxas->spill_stores : 0u)},
           {"spill_loads", number(image.ptxas ? image.ptxas->spill_loads : 0u)},
           {"stack_bytes", number(image.ptxas ? image.ptxas->stack : 0u)},
+          {"triton_version",
+           image.triton_version.empty() ? std::string("nullptr") : c_string_literal(image.triton_version)},
+          {"ptxas_version", image.ptxas_version ? c_string_literal(*image.ptxas_version) : std::string("nullptr")},
           {"override_stage", image.override_from ? c_string_literal(image.override_from->stage) : std::string("nullptr")},
           {"override_sha256",
            image.override_from ? c_string_literal(image.override_from->sha256) : std::string("nullptr")},

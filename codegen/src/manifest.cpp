@@ -35,13 +35,43 @@ struct DTypeNames {
   DType dtype;
   std::string_view name;
   std::string_view enumerator;
+  std::size_t bytes;
 };
 constexpr DTypeNames kDTypes[] = {
 #define TAOT_DTYPE_NAMES(ENUM, name, value, bytes, dlpack_code, dlpack_bits, typestr, torch_name) \
-  {DType::name, #name, "TAOT_DTYPE_" #ENUM},
+  {DType::name, #name, "TAOT_DTYPE_" #ENUM, bytes},
     TAOT_DTYPES(TAOT_DTYPE_NAMES)
 #undef TAOT_DTYPE_NAMES
 };
+
+struct LayoutNames {
+  abi::TensordescLayout layout;
+  std::string_view name;        // as in the manifest: "3.7"
+  std::string_view enumerator;  // taot::abi::TensordescLayout::<this>
+};
+constexpr LayoutNames kLayouts[] = {
+#define TAOT_LAYOUT_NAMES(enumerator, name) {abi::TensordescLayout::enumerator, name, #enumerator},
+    TAOT_TENSORDESC_LAYOUTS(TAOT_LAYOUT_NAMES)
+#undef TAOT_LAYOUT_NAMES
+};
+
+// "3.5" or "3.7", for messages.
+std::string known_layout_names() {
+  std::string text;
+  for (std::size_t i = 0; i < std::size(kLayouts); ++i)
+    text += (i == 0 ? "" : i + 1 == std::size(kLayouts) ? " or " : ", ") + json(std::string(kLayouts[i].name)).dump();
+  return text;
+}
+
+// A ptxas version as the manifest records it: numbers separated by dots ("12.8.93").
+bool is_version_text(const std::string& text) {
+  if (text.empty() || text.front() == '.' || text.back() == '.') return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!((c >= '0' && c <= '9') || (c == '.' && text[i - 1] != '.'))) return false;
+  }
+  return true;
+}
 
 
 std::string join_strings(const std::vector<std::string>& items) {
@@ -855,6 +885,7 @@ class ManifestParser {
     }
     read_ptxas_report(image, object, path);
     read_override(image, object, path);
+    read_toolchain(image, object, path);
     if (reader_.failed()) return image;
     image.cubin_path = manifest_.directory / image.cubin;
     if (options_.verify_cubins) verify_cubin(image, child(path, "cubin"));
@@ -874,6 +905,42 @@ class ManifestParser {
     read.spill_loads = static_cast<std::uint32_t>(reader_.get_unsigned(report, "spill_loads", report_path, kMaxU32));
     read.stack = static_cast<std::uint32_t>(reader_.get_unsigned(report, "stack", report_path, kMaxU32));
     if (!reader_.failed()) image.ptxas = read;
+  }
+
+  // "triton_version", "ptxas_version" (optional, null: unknown) and "launch_abi" (optional:
+  // {"tensordesc_layout", "scratch_pointers"}; absent means Triton 3.5's, which taot assumed before
+  // recording it).
+  void read_toolchain(Image& image, const json* object, const std::string& path) {
+    if (object == nullptr || reader_.failed()) return;
+    if (const auto found = object->find("triton_version"); found != object->end() && !found->is_null())
+      image.triton_version = reader_.string_value(&*found, child(path, "triton_version"));
+    if (const auto found = object->find("ptxas_version"); found != object->end() && !found->is_null()) {
+      std::string version = reader_.string_value(&*found, child(path, "ptxas_version"));
+      if (!reader_.failed() && !is_version_text(version))
+        reader_.fail(child(path, "ptxas_version"), "expected a version such as \"12.8.93\", got " + describe(*found));
+      image.ptxas_version = std::move(version);
+    }
+    if (!object->contains("launch_abi") || reader_.failed()) return;
+    const std::string abi_path = child(path, "launch_abi");
+    const json* entry = reader_.get_object(object, "launch_abi", path);
+    const std::string layout = reader_.get_string(entry, "tensordesc_layout", abi_path);
+    if (reader_.failed()) return;
+    const std::optional<abi::TensordescLayout> known = tensordesc_layout_from_name(layout);
+    if (!known) {
+      reader_.fail(child(abi_path, "tensordesc_layout"),
+                   fmt::format("expected {}, got {}", known_layout_names(), describe(json(layout))));
+      return;
+    }
+    image.launch_abi.tensordesc_layout = *known;
+    const auto pointers = reader_.get_unsigned(entry, "scratch_pointers", abi_path, kMaxU32);
+    if (!reader_.failed() && pointers != abi::kScratchPointers) {
+      reader_.fail(child(abi_path, "scratch_pointers"),
+                   fmt::format("this taot's runtime passes {} scratch pointers (Triton 3.5 to 3.9), got {}: the image "
+                               "needs a taot that knows its Triton release",
+                               abi::kScratchPointers, pointers));
+      return;
+    }
+    image.launch_abi.scratch_pointers = static_cast<std::uint32_t>(pointers);
   }
 
   // "override" (optional): {"stage", "sha256", "file"} of the edited stage the image was rebuilt from.
@@ -984,11 +1051,30 @@ std::optional<DType> dtype_from_name(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+std::size_t dtype_size(DType dtype) noexcept {
+  for (const auto& entry : kDTypes) {
+    if (entry.dtype == dtype) return entry.bytes;
+  }
+  return 0;
+}
+
 std::string_view dtype_enumerator(DType dtype) noexcept {
   for (const auto& entry : kDTypes) {
     if (entry.dtype == dtype) return entry.enumerator;
   }
   return "TAOT_DTYPE_UNKNOWN";
+}
+
+std::string_view tensordesc_layout_enumerator(abi::TensordescLayout layout) noexcept {
+  for (const auto& entry : kLayouts)
+    if (entry.layout == layout) return entry.enumerator;
+  return kLayouts[0].enumerator;
+}
+
+std::optional<abi::TensordescLayout> tensordesc_layout_from_name(std::string_view name) noexcept {
+  for (const auto& entry : kLayouts)
+    if (entry.name == name) return entry.layout;
+  return std::nullopt;
 }
 
 std::vector<std::size_t> Kernel::call_arguments() const {

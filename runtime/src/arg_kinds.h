@@ -156,7 +156,7 @@ struct ArgKindRules<table::ArgKind::bool_scalar> : ScalarRules {
 
 // A host-side tensor descriptor. Facts: dtype slot x (index of its block_shape among the
 // argument's blocks, or block_count for "no block given"). Expanded into a TMA map, shape and
-// strides (sm_90 images), or Triton's decomposition (below).
+// strides (sm_90 images), or Triton's decomposition (below), in the image's launch ABI.
 template <>
 struct ArgKindRules<table::ArgKind::tensordesc> {
   // The index of the descriptor's block_shape among the argument's compiled blocks, `block_count`
@@ -214,11 +214,12 @@ struct ArgKindRules<table::ArgKind::tensordesc> {
   static constexpr bool kPacksInPlace = false;
   static constexpr bool kOneFact = false;
   static std::size_t param_count(const table::Arg& arg, const table::Image& image) {
-    return tensordesc_param_count(arg.rank, image.tensordesc_count > 0);
+    return tensordesc_param_count(arg.rank, image);
   }
   static Status pack(const table::Arg& arg, const taot_arg& value, const PackSite& site, void** params) {
     const table::TensordescMeta* meta = site.image.tensordesc_count > 0 ? &site.image.tensordescs[site.ordinal] : nullptr;
-    return build_tensordesc_params(site.api, arg, *value.tensordesc, meta, *site.expanded, params);
+    return build_tensordesc_params(site.api, arg, *value.tensordesc, site.image.tensordesc_layout, meta,
+                                   *site.expanded, params);
   }
 };
 

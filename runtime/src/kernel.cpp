@@ -1,7 +1,8 @@
 // Kernel: select a variant, find (or load once) its function in the current context, evaluate
-// the grid and launch with Triton 3.6's two trailing scratch pointers (buffers from the scratch
-// pool when the kernel needs them) and host-side tensor descriptors expanded (TMA maps on sm_90),
-// through cuLaunchKernelEx for clusters, cooperative grids, PDL.
+// the grid and launch with the trailing scratch pointers every Triton kernel takes (buffers from
+// the scratch pool when the kernel needs them) and host-side tensor descriptors expanded in the
+// image's launch ABI (TMA maps on sm_90), through cuLaunchKernelEx for clusters, cooperative
+// grids, PDL.
 #include <array>
 #include <memory>
 #include <string>
@@ -20,6 +21,8 @@
 #include "scratch.h"
 #include "tensordesc.h"
 #include "taot/driver_api.h"
+#include "taot/launch_abi.h"
+#include "taot/toolchain.h"
 #include "taot/runtime.h"
 
 namespace taot {
@@ -113,7 +116,8 @@ __attribute__((always_inline)) inline CUresult launch_function(const driver::Api
 
 // The parameters of a variant whose arguments all pack in place: pointers to the call arguments
 // in the variant's order (read in place from the caller's taot_arg unions), then to the two
-// scratch pointers. `params` holds param_count + 2.
+// scratch pointers. `params` holds param_count + kScratchPointers.
+static_assert(abi::kScratchPointers == 2, "fill_params and expanded_params pass global and profile scratch");
 __attribute__((always_inline)) inline void fill_params(const VariantPlan& plan, const taot_arg* args,
                                                       CUdeviceptr* global_scratch, CUdeviceptr* profile_scratch,
                                                       void** __restrict params) noexcept {
@@ -155,6 +159,29 @@ void set_launch_attributes(LoadedFunction& function) {
   function.attribute_count = count;
 }
 
+// A failed cuModuleLoadData's error with, when the driver may be too old for the image (it refuses
+// its format or finds no binary for the GPU), the ptxas that assembled the image, the driver that
+// ptxas' CUDA release needs, and how to rebuild for an older driver.
+Status with_toolchain_note(Status status, const table::Image& image) {
+  const int result = status.cuda_result();
+  if (result != CUDA_ERROR_UNSUPPORTED_PTX_VERSION && result != CUDA_ERROR_INVALID_IMAGE &&
+      result != CUDA_ERROR_NO_BINARY_FOR_GPU)
+    return status;
+  std::string note = std::string("; image ") + image.target + " was assembled by ";
+  const unsigned driver = toolchain::min_driver_for_ptxas(image.ptxas_version);
+  if (image.ptxas_version == nullptr) {
+    note += "a ptxas the manifest does not name";
+  } else {
+    note += std::string("ptxas ") + image.ptxas_version;
+    if (driver != 0)
+      note += ", which needs an NVIDIA driver of release " + std::to_string(driver) + " or newer (CUDA " +
+              std::to_string(toolchain::cuda_major_of(image.ptxas_version)) + ".x minor-version compatibility)";
+  }
+  note += ": update the driver, or rebuild the library with an older ptxas (set TRITON_PTXAS_PATH and "
+          "TRITON_PTXAS_BLACKWELL_PATH to one, e.g. /usr/local/cuda/bin/ptxas, and build again)";
+  return Status::error(status.code(), status.message() + note, result);
+}
+
 // Loads `variant` in `context`; called with the module cache's lock held.
 Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIndex& index,
                                         const table::Variant& variant, const ContextRef& context) {
@@ -174,7 +201,8 @@ Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIn
   Expected<ContextState*> context_state = prepared_context(api, context);  // before the first launch in it
   if (!context_state.ok()) return std::move(context_state).take_status().with_context(variant_name(index, variant));
   Expected<CUmodule> module = ModuleCache::instance().acquire(api, context, image->cubin);
-  if (!module.ok()) return std::move(module).take_status().with_context(variant_name(index, variant));
+  if (!module.ok())
+    return with_toolchain_note(std::move(module).take_status(), *image).with_context(variant_name(index, variant));
   CUfunction function = nullptr;
   const auto fail = [&](Status status) {
     (void)ModuleCache::instance().release(api, context, image->cubin);
@@ -237,15 +265,16 @@ Expected<LoadedFunction*> function_for(const driver::Api& api, KernelState& stat
 }
 
 // The parameters of `variant` for a kernel with arguments that expand (descriptors: a TMA map,
-// shape and strides on sm_90; Triton's decomposition below): each such argument packed by its
-// kind's rules, the others read in place, then the two scratch pointers. The values live in this
-// thread's storage until its next such launch, which the driver has copied them by.
+// shape and strides on sm_90; Triton's decomposition below, each in the image's launch ABI): each
+// such argument packed by its kind's rules, the others read in place, then the two scratch
+// pointers. The values live in this thread's storage until its next such launch, which the driver
+// has copied them by.
 Expected<void**> expanded_params(const driver::Api& api, const KernelState& state, const table::KernelTable& table,
                                  const table::Variant& variant, const table::Image& image, const taot_arg* args,
                                  CUdeviceptr* global_scratch, CUdeviceptr* profile_scratch) {
   thread_local std::vector<void*> params;
   thread_local std::vector<TensordescParams> expanded;
-  std::size_t param_count = 2;
+  std::size_t param_count = abi::kScratchPointers;
   for (std::uint16_t p = 0; p < variant.param_count; ++p) {
     const table::Arg& arg = table.args[variant.params[p]];
     param_count += table::visit_arg_kind(arg.kind, [&](auto tag) -> std::size_t {
@@ -425,7 +454,7 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
     return launch_any(stream, args, arg_count, selection, nullptr);
   const detail::LoadedFunction* function = detail::find_function_by_handle(plan.functions, current);
   if (TAOT_UNLIKELY(function == nullptr || function->scratch || grid[0] * function->num_ctas > detail::kMaxGridX ||
-                    plan.param_count + 2u > detail::kFastParams))
+                    plan.param_count + abi::kScratchPointers > detail::kFastParams))
     return launch_any(stream, args, arg_count, selection, nullptr);
 
   void* params[detail::kFastParams];
@@ -574,8 +603,8 @@ Status Kernel::launch_any(CUstream stream, const taot_arg* args, std::size_t arg
     if (!expanded.ok()) return std::move(expanded).take_status().with_context(detail::variant_name(index, variant));
     params = *expanded;
   } else {
-    if (plan.param_count + 2u > detail::kInlineParams) {
-      heap_params.resize(plan.param_count + 2u);
+    if (plan.param_count + abi::kScratchPointers > detail::kInlineParams) {
+      heap_params.resize(plan.param_count + abi::kScratchPointers);
       params = heap_params.data();
     }
     detail::fill_params(plan, args, &global_scratch, &profile_scratch, params);

@@ -5,6 +5,7 @@
 
 #include "c_api_errors.h"
 #include "taot/runtime.h"
+#include "taot/toolchain.h"
 
 namespace taot {
 
@@ -100,6 +101,10 @@ taot_status taot_kernel_image(const taot_kernel* handle, size_t variant_index, s
     info->stack_bytes = image.stack_bytes;
     info->override_stage = image.override_stage;
     info->override_sha256 = image.override_sha256;
+    info->triton_version = image.triton_version;
+    info->ptxas_version = image.ptxas_version;
+    info->launch_abi = taot::abi::tensordesc_layout_name(image.tensordesc_layout);
+    info->min_driver = taot::toolchain::min_driver_for_ptxas(image.ptxas_version);
     return taot::Status();
   });
 }

@@ -1,4 +1,4 @@
-// Scratch buffers for kernels that need global or profile scratch memory (Triton 3.6's two
+// Scratch buffers for kernels that need global or profile scratch memory (Triton's two
 // trailing pointer arguments): one buffer per (context, stream), grown stream-ordered outside
 // CUDA graph capture and never allocated during it.
 #pragma once

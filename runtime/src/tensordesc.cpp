@@ -48,6 +48,32 @@ Status check(const table::Arg& arg, const taot_tensordesc& desc) {
   return Status();
 }
 
+// The address of the value parameter `value` (dim `dim` of it when per dim) is read from.
+void* value_address(TensordescParams& out, abi::DescriptorValue value, std::size_t dim) noexcept {
+  switch (value) {
+    case abi::DescriptorValue::tensor_map: return &out.map;
+    case abi::DescriptorValue::base: return &out.base;
+    case abi::DescriptorValue::shape_i64: return &out.shape64[dim];
+    case abi::DescriptorValue::strides_i64: return &out.strides[dim];
+    case abi::DescriptorValue::nan_padding: return &out.nan_padding;
+    case abi::DescriptorValue::round_f32_to_tf32: return &out.round_f32_to_tf32;
+    case abi::DescriptorValue::shape_i32: return &out.shape32[dim];
+  }
+  return nullptr;
+}
+
+// Pointers to the descriptor's values at `params`, in the order of `layout`.
+void store_params(TensordescParams& out, abi::TensordescLayout layout, bool with_map, std::size_t rank,
+                  void** params) noexcept {
+  const abi::DescriptorParams order = abi::descriptor_params(layout, with_map);
+  std::size_t p = 0;
+  for (std::size_t r = 0; r < order.count; ++r) {
+    const abi::DescriptorRun& run = order.runs[r];
+    const std::size_t count = run.per_dim ? rank : 1;
+    for (std::size_t d = 0; d < count; ++d) params[p++] = value_address(out, run.value, d);
+  }
+}
+
 }  // namespace
 
 CUtensorMapDataType host_tensor_map_type(std::uint8_t device_elem_type) noexcept {
@@ -60,7 +86,8 @@ CUtensorMapDataType host_tensor_map_type(std::uint8_t device_elem_type) noexcept
 }
 
 Status build_tensordesc_params(const driver::Api& api, const table::Arg& arg, const taot_tensordesc& desc,
-                               const table::TensordescMeta* meta, TensordescParams& out, void** params) {
+                               abi::TensordescLayout layout, const table::TensordescMeta* meta,
+                               TensordescParams& out, void** params) {
   if (Status status = check(arg, desc); !status.ok()) return status;
   const std::size_t rank = arg.rank;
   out.base = desc.base;
@@ -70,15 +97,10 @@ Status build_tensordesc_params(const driver::Api& api, const table::Arg& arg, co
     out.strides[d] = desc.strides[d];
   }
   out.nan_padding = desc.padding == TAOT_PADDING_NAN ? 1 : 0;
+  out.round_f32_to_tf32 = 0;
 
-  if (meta == nullptr) {  // Triton's decomposition: base, shape i64, strides i64, padding, shape i32, strides
-    std::size_t p = 0;
-    params[p++] = &out.base;
-    for (std::size_t d = 0; d < rank; ++d) params[p++] = &out.shape64[d];
-    for (std::size_t d = 0; d < rank; ++d) params[p++] = &out.strides[d];
-    params[p++] = &out.nan_padding;
-    for (std::size_t d = 0; d < rank; ++d) params[p++] = &out.shape32[d];
-    for (std::size_t d = 0; d < rank; ++d) params[p++] = &out.strides[d];
+  if (meta == nullptr) {  // Triton's decomposition
+    store_params(out, layout, false, rank, params);
     return Status();
   }
 
@@ -91,7 +113,7 @@ Status build_tensordesc_params(const driver::Api& api, const table::Arg& arg, co
       return invalid(arg, "shape[" + std::to_string(rank - 1) + "] = " + std::to_string(out.shape64[rank - 1]) +
                               " is too large for an fp4-padded descriptor");
     out.shape64[rank - 1] *= 2;
-    out.shape32[rank - 1] *= 2;
+    if (abi::fp4_padded_shape_doubled(layout)) out.shape32[rank - 1] *= 2;
   }
   // The driver's dims are innermost first; strides are in bytes and omit the innermost dim.
   cuuint64_t global_dim[TAOT_TENSORDESC_MAX_RANK] = {};
@@ -116,10 +138,7 @@ Status build_tensordesc_params(const driver::Api& api, const table::Arg& arg, co
                       ", shape " + dims_text(desc.shape, rank) + ", strides " + dims_text(desc.strides, rank) +
                       ", box " + dims_text(meta->box, rank) + ", swizzle " + std::to_string(meta->swizzle) +
                       (out.nan_padding ? ", NaN padding" : "") + ")");
-  std::size_t p = 0;
-  params[p++] = &out.map;
-  for (std::size_t d = 0; d < rank; ++d) params[p++] = &out.shape32[d];
-  for (std::size_t d = 0; d < rank; ++d) params[p++] = &out.strides[d];
+  store_params(out, layout, true, rank, params);
   return Status();
 }
 

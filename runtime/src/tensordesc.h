@@ -1,8 +1,8 @@
 // Host-side tensor descriptors at launch: the checks a taot_tensordesc must pass, and the kernel
-// parameters Triton 3.6 compiled the argument into. On sm_90 images (with tensordesc metadata) a
-// descriptor becomes a 128-byte CUtensorMap passed by value, then its shape as i32 and its strides
-// as i64; below sm_90 it becomes the base pointer, shape and strides as i64, a padding flag (i1),
-// then shape as i32 and strides as i64 again.
+// parameters the image takes for it, in the image's launch ABI (taot/launch_abi.h): on sm_90 images
+// (with tensordesc metadata) a 128-byte CUtensorMap passed by value, then its shape as i32 and its
+// strides as i64; below sm_90 the base pointer, shape and strides as i64, a padding flag (i1), from
+// Triton 3.7 a round_f32_to_tf32 flag (i1), then shape as i32 and strides as i64 again.
 #pragma once
 
 #include <cuda.h>
@@ -13,6 +13,7 @@
 
 #include "taot/driver_api.h"
 #include "taot/kernel_table.h"
+#include "taot/launch_abi.h"
 #include "taot/status.h"
 
 namespace taot::detail {
@@ -29,6 +30,7 @@ struct TensordescParams {
   std::int64_t strides[TAOT_TENSORDESC_MAX_RANK];
   std::int32_t shape32[TAOT_TENSORDESC_MAX_RANK];
   std::uint8_t nan_padding;
+  std::uint8_t round_f32_to_tf32;  // always 0: taot has no way to ask for it
 };
 
 // "[64, 32]": `count` dims (a block, a box, a shape, strides) for messages.
@@ -39,18 +41,19 @@ std::string dims_text(const T* dims, std::size_t count) {
   return text + "]";
 }
 
-// How many kernel parameters a descriptor of `rank` takes in an image with (`with_map`) or without
-// TMA maps.
-constexpr std::size_t tensordesc_param_count(std::size_t rank, bool with_map) noexcept {
-  return with_map ? 1 + 2 * rank : 2 + 4 * rank;
+// How many kernel parameters a descriptor argument of rank `rank` takes in `image`.
+inline std::size_t tensordesc_param_count(std::size_t rank, const table::Image& image) noexcept {
+  return abi::descriptor_param_count(image.tensordesc_layout, image.tensordesc_count > 0, rank);
 }
 
 // Checks `desc` for argument `arg` (rank, alignment, shape and stride limits) and fills `out` for
-// an image with TMA map `meta` (null: no TMA), encoding the map with cuTensorMapEncodeTiled. Then
-// stores pointers to the values, in the kernel's parameter order, at `params` (which has room for
-// tensordesc_param_count entries). Errors name the argument and the offending value.
+// an image of descriptor layout `layout` with TMA map `meta` (null: no TMA), encoding the map with
+// cuTensorMapEncodeTiled. Then stores pointers to the values, in the kernel's parameter order
+// (abi::descriptor_params), at `params` (which has room for tensordesc_param_count entries).
+// Errors name the argument and the offending value.
 Status build_tensordesc_params(const driver::Api& api, const table::Arg& arg, const taot_tensordesc& desc,
-                               const table::TensordescMeta* meta, TensordescParams& out, void** params);
+                               abi::TensordescLayout layout, const table::TensordescMeta* meta,
+                               TensordescParams& out, void** params);
 
 // Triton's device-side TMA data type number (tensordesc_meta's elem_type) as the host's
 // CUtensorMapDataType: equal except 8 -> 10, 9 -> 8, 10 -> 9.

@@ -11,15 +11,17 @@ import sys
 import pytest
 
 from conftest import REPO, base_spec
+from taot import triton_api
 from taot.compile.engine import build
 from taot.errors import CompileError
 from taot.compile.ir_files import read_stage
+from taot.triton_api import versions
 
 MANIFEST_IMAGE_KEYS = {"target", "arch", "arch_specific", "dir", "cubin", "cubin_sha256", "function_name",
                        "num_warps", "num_ctas", "num_stages", "shared", "global_scratch_size",
                        "global_scratch_align", "profile_scratch_size", "profile_scratch_align",
                        "launch_cooperative_grid", "launch_pdl", "cluster_dims", "tmem_size", "maxnreg", "tensordesc_meta", "artifacts",
-                       "ptxas"}
+                       "ptxas", "triton_version", "ptxas_version", "launch_abi"}
 
 
 def small_spec():
@@ -52,7 +54,7 @@ def test_manifest_follows_the_schema(project):
     assert text == render(manifest)
     assert '            [{"name": "n", "op": "arg"}, {"op": "lit", "value": 64}, {"op": "cdiv"}],' in text
     assert manifest["schema"] == "taot.manifest" and manifest["schema_version"] == 2
-    assert manifest["triton_version"] == "3.6.0"
+    assert manifest["triton_version"] == triton_api.VERSION
     assert (manifest["library"], manifest["spec"], manifest["targets"]) == ("scale", "../spec.toml", ["sm_90"])
     kernel, = manifest["kernels"]
     assert (kernel["name"], kernel["function"], kernel["source"]) == ("scale_kernel", "scale_kernel", "../kernel.py")
@@ -90,6 +92,10 @@ def test_manifest_follows_the_schema(project):
         assert (image["target"], image["arch"], image["arch_specific"]) == ("sm_90", 90, True)
         assert (image["num_warps"], image["num_ctas"], image["num_stages"]) == (4, 1, 2)
         assert image["function_name"] == "scale_kernel" and image["cluster_dims"] == [1, 1, 1]
+        assert image["triton_version"] == manifest["triton_version"]
+        assert re.fullmatch(r"\d+\.\d+\.\d+", image["ptxas_version"]), image["ptxas_version"]
+        layout = "3.5" if versions.minor_of(triton_api.VERSION) <= (3, 6) else "3.7"
+        assert image["launch_abi"] == {"tensordesc_layout": layout, "scratch_pointers": 2}
         assert set(image["ptxas"]) == {"registers", "spill_stores", "spill_loads", "stack"}
         assert 0 < image["ptxas"]["registers"] <= 255 and image["ptxas"]["spill_stores"] == 0
         assert image["dir"] == f"artifacts/{variant['id']}/sm_90"

@@ -71,6 +71,9 @@ std::vector<NamedValue> metadata_facts(const ImageView& image) {
   add("tmem_size", std::to_string(m.tmem_size));
   add("launch_pdl", m.launch_pdl ? "true" : "false");
   add("launch_cooperative_grid", m.launch_cooperative_grid ? "true" : "false");
+  add("triton_version", m.triton_version.empty() ? "-" : m.triton_version);
+  add("ptxas_version", m.ptxas_version ? *m.ptxas_version : "-");
+  add("tensordesc_layout", abi::tensordesc_layout_name(m.launch_abi.tensordesc_layout));
   add("override", m.override_from ? m.override_from->stage + " " + m.override_from->sha256.substr(0, 12) : "-");
   return facts;
 }

@@ -66,13 +66,13 @@ void read_image_cubin(ImageView& view, const std::string& expected_sha256) {
   }
   if (!expected_sha256.empty() && content->sha256 != expected_sha256)
     view.cubin_problem = "the cubin changed since the manifest was written (its SHA-256 differs)";
-  Expected<CubinInfo> info = read_cubin(content->bytes, view.cubin.string());
+  Expected<codegen::CubinInfo> info = codegen::read_cubin(content->bytes, view.cubin.string());
   if (!info.ok()) {
     view.cubin_problem = info.status().message();
     return;
   }
   view.reserved_shared = info->reserved_shared;
-  if (const FunctionResources* function = info->find(view.function)) {
+  if (const codegen::FunctionResources* function = info->find(view.function)) {
     view.resources = *function;
   } else if (view.cubin_problem.empty()) {
     view.cubin_problem = "the cubin has no function " + view.function;
@@ -132,13 +132,13 @@ Expected<Inventory> load_manifest(const fs::path& path, Inventory::Origin origin
 }
 
 Expected<Inventory> load_cubin(const fs::path& path) {
-  Expected<CubinInfo> info = read_cubin_file(path);
+  Expected<codegen::CubinInfo> info = codegen::read_cubin_file(path);
   if (!info.ok()) return std::move(info).take_status();
   Inventory inventory;
   inventory.origin = Inventory::Origin::cubin;
   inventory.path = path;
   inventory.targets = {info->target()};
-  for (const FunctionResources& function : info->functions) {
+  for (const codegen::FunctionResources& function : info->functions) {
     if (!function.entry) continue;
     ImageView view;
     view.kernel = function.name;

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "taot/toolchain.h"
+
 namespace taot::workbench {
 
 namespace {
@@ -67,6 +69,12 @@ std::string origin_name(Inventory::Origin origin) {
     case Inventory::Origin::cubin: return "cubin";
   }
   return "?";
+}
+
+// The oldest NVIDIA driver release that loads the image's cubin, by its ptxas' CUDA release; 0
+// when unknown.
+unsigned min_driver(const codegen::Image& image) {
+  return image.ptxas_version ? toolchain::min_driver_for_ptxas(image.ptxas_version->c_str()) : 0;
 }
 
 std::string override_text(const ImageView& image) {
@@ -134,7 +142,12 @@ std::string inspect_table(const Inventory& inventory, const std::vector<const Im
                            optional_text(usage.shared()), optional_text(usage.local),
                            m ? std::to_string(m->num_warps) : "-", m ? std::to_string(m->num_stages) : "-",
                            m ? std::to_string(m->num_ctas) : "-", scratch});
-    if (!bare) row.push_back(override_text(*image));
+    if (!bare) {
+      const unsigned driver = m ? min_driver(*m) : 0;
+      row.insert(row.end(), {m && !m->triton_version.empty() ? m->triton_version : "-",
+                             m && m->ptxas_version ? *m->ptxas_version : "-", driver ? std::to_string(driver) : "-",
+                             override_text(*image)});
+    }
     rows.push_back(std::move(row));
   }
   std::vector<std::string> header = {"KERNEL"};
@@ -144,7 +157,10 @@ std::string inspect_table(const Inventory& inventory, const std::vector<const Im
     header.push_back(name);
     right.push_back(std::string_view(name) != "TARGET");
   }
-  if (!bare) header.push_back("OVERRIDE"), right.push_back(false);
+  if (!bare) {
+    header.insert(header.end(), {"TRITON", "PTXAS", "DRIVER", "OVERRIDE"});
+    right.insert(right.end(), {false, false, true, false});
+  }
   std::string out = render_table(header, rows, right);
 
   const std::size_t kernels = distinct_count(images, &ImageView::kernel);
@@ -160,7 +176,10 @@ std::string inspect_table(const Inventory& inventory, const std::vector<const Im
   }
   out += std::string("REGS per thread") + (bare || !all_from_ptxas ? " (from the cubin where ptxas' report was not recorded)" : " (ptxas' report)") +
          "; SPILL ST/LD, STACK, LOCAL: bytes per thread; SMEM: bytes per block (static + dynamic); "
-         "SCRATCH: global scratch bytes per program\n";
+         "SCRATCH: global scratch bytes per program" +
+         (bare ? std::string() : "; DRIVER: the oldest NVIDIA driver that loads the cubin (CUDA minor-version "
+                                 "compatibility of its ptxas' release)") +
+         "\n";
   for (const ImageView* image : images)
     if (!image->cubin_problem.empty()) out += fmt::format("note: {}: {}\n", image->label(), image->cubin_problem);
   return out;
@@ -201,6 +220,11 @@ std::string inspect_json(const Inventory& inventory, const std::vector<const Ima
       entry["global_scratch_size"] = m->global_scratch_size;
       entry["profile_scratch_size"] = m->profile_scratch_size;
       entry["tmem_size"] = m->tmem_size;
+      entry["triton_version"] = m->triton_version.empty() ? json(nullptr) : json(m->triton_version);
+      entry["ptxas_version"] = m->ptxas_version ? json(*m->ptxas_version) : json(nullptr);
+      entry["min_driver"] = min_driver(*m) ? json(min_driver(*m)) : json(nullptr);
+      entry["launch_abi"] = {{"tensordesc_layout", abi::tensordesc_layout_name(m->launch_abi.tensordesc_layout)},
+                             {"scratch_pointers", m->launch_abi.scratch_pointers}};
       entry["maxnreg"] = m->maxnreg ? json(*m->maxnreg) : json(nullptr);
       entry["ptxas"] = m->ptxas ? json{{"registers", m->ptxas->registers}, {"spill_stores", m->ptxas->spill_stores},
                                        {"spill_loads", m->ptxas->spill_loads}, {"stack", m->ptxas->stack}}
@@ -213,7 +237,7 @@ std::string inspect_json(const Inventory& inventory, const std::vector<const Ima
       entry["stages"] = stages;
     }
     if (image->resources) {
-      const FunctionResources& r = *image->resources;
+      const codegen::FunctionResources& r = *image->resources;
       entry["cubin_resources"] = {{"registers", r.registers},   {"stack", r.stack()},
                                   {"frame_size", r.frame_size}, {"static_shared", r.static_shared},
                                   {"local", r.local},           {"constant0", r.constant0},

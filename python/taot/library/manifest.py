@@ -2,10 +2,14 @@
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
 from ..compile import artifacts
+from ..errors import TaotError
+from .. import triton_api
+from ..triton_api import versions
 from . import overrides
 from ..spec.expressions import rule_program
 from ..spec.model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER, TENSORDESC
@@ -47,11 +51,10 @@ def _render(value, depth, column):
 def build_manifest(library, outdir, variant_hashes):
     """The manifest dict; `variant_hashes` maps variant id -> hash of its target-independent inputs.
     Every image's artifacts must exist (the build only calls this after all jobs succeeded)."""
-    import triton
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
-        "triton_version": triton.__version__,
+        "triton_version": triton_api.VERSION,
         "library": library.name,
         "spec": relative(library.path, outdir),
         "targets": [target.name for target in library.targets],
@@ -167,9 +170,38 @@ def image_entry(outdir, variant_id, function, target_name, capability):
     return _image(outdir, SimpleNamespace(id=variant_id), function, Target(target_name, capability))
 
 
+def ptxas_version(release_line):
+    """ "12.8.93" from the ptxas release line inputs.json records ("Cuda compilation tools, release
+    12.8, V12.8.93"); "12.8" when the line names the release alone; None when it names neither."""
+    match = re.search(r"\bV(\d+\.\d+(?:\.\d+)?)", release_line or "") or \
+        re.search(r"release (\d+\.\d+)", release_line or "")
+    return match.group(1) if match else None
+
+
+def _toolchain(compiled_record, variant_id, target_name):
+    """The image's "triton_version", "ptxas_version" and "launch_abi" (docs/manifest.md), from the
+    inputs its artifact folder was compiled from (the running Triton's when there is no record). An
+    image rebuilt by taot from-ir is given its compiled image's: the rebuild must take the same
+    parameters, and taot gen checks that its cubin does. TaotError naming the image when that Triton
+    is not one taot supports."""
+    inputs = (compiled_record or {}).get("inputs", {})
+    triton_version = inputs.get("triton_version") or triton_api.VERSION
+    release = versions.release_of(triton_version)
+    if release is None:
+        raise TaotError(f"image {variant_id} for {target_name} was compiled by Triton {triton_version}, which this "
+                        f"taot does not support (Triton {versions.supported_range_text()}): build the library again "
+                        f"(taot build compiles it with the Triton taot runs)")
+    return {
+        "triton_version": triton_version,
+        "ptxas_version": ptxas_version(inputs.get("ptxas")),
+        "launch_abi": {"tensordesc_layout": release.tensordesc_layout, "scratch_pointers": release.scratch_pointers},
+    }
+
+
 def _image(outdir, variant, function, target):
     folder = artifact_dir(outdir, variant.id, target.name)
     record = artifacts.read_record(folder)
+    toolchain = _toolchain(record, variant.id, target.name)
     override = overrides.read(outdir, variant.id, target.name)  # rebuilt by taot from-ir: read from there
     if override is not None:
         record, folder = override.image_record(folder, record), override.folder
@@ -191,14 +223,15 @@ def _image(outdir, variant, function, target):
         "shared": metadata["shared"],
         "global_scratch_size": metadata["global_scratch_size"],
         "global_scratch_align": metadata["global_scratch_align"],
-        "profile_scratch_size": metadata["profile_scratch_size"],
-        "profile_scratch_align": metadata["profile_scratch_align"],
+        "profile_scratch_size": metadata.get("profile_scratch_size", 0),
+        "profile_scratch_align": metadata.get("profile_scratch_align", 1),
         "launch_cooperative_grid": metadata["launch_cooperative_grid"],
         "launch_pdl": metadata["launch_pdl"],
         "cluster_dims": metadata.get("cluster_dims") or [num_ctas, 1, 1],
         "tmem_size": metadata.get("tmem_size", 0),
         "maxnreg": metadata.get("maxnreg"),
         "tensordesc_meta": metadata.get("tensordesc_meta") or [],
+        **toolchain,
         "artifacts": {key: relative(folder / name, outdir) for key, name in files.items()},
         **({"ptxas": record["ptxas"]} if record.get("ptxas") else {}),  # what ptxas -v reported
         **({"override": override.manifest_entry(outdir)} if override is not None else {}),

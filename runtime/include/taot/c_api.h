@@ -161,7 +161,7 @@ taot_status taot_release_scratch(void);
 
 /* The version of the tables and of this C ABI that a library was generated for; a tool walking a
  * library checks taot_library_abi_version() against it. */
-#define TAOT_ABI_VERSION 1
+#define TAOT_ABI_VERSION 2  /* 2: images carry their Triton, ptxas and launch ABI */
 
 /* A generated library, as tools walk it (`<library>_library()`): its kernels, their variants and
  * each variant's images with their launch facts. */
@@ -195,6 +195,10 @@ typedef struct taot_image_info {
   uint32_t stack_bytes;
   const char* override_stage;  /* the stage `taot from-ir` rebuilt it from, or NULL */
   const char* override_sha256; /* that file's SHA-256 (hex), or NULL */
+  const char* triton_version;  /* the Triton that compiled it, e.g. "3.9.0"; NULL when not recorded */
+  const char* ptxas_version;   /* the ptxas that assembled it, e.g. "12.8.93"; NULL when not recorded */
+  const char* launch_abi;      /* its tensor descriptors' launch ABI: "3.5" or "3.7" (docs/manifest.md) */
+  uint32_t min_driver;         /* the oldest NVIDIA driver that loads it (ptxas' CUDA major); 0: unknown */
 } taot_image_info;
 
 /* The images of variant `variant_index` (one per target it was compiled for); 0 past the end. */

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "taot/c_api.h"
+#include "taot/launch_abi.h"
 #include "taot/rule_ops.h"
 
 namespace taot::table {
@@ -141,12 +142,18 @@ struct Image {
   // null and 0: descriptors are passed as pointer, shapes and strides (Triton's decomposition).
   const TensordescMeta* tensordescs;
   std::uint16_t tensordesc_count;
+  // The parameters a descriptor expands to, by the Triton release that compiled the image.
+  abi::TensordescLayout tensordesc_layout;
   // What ptxas reported compiling it, per thread: registers (0 when not recorded), bytes of spill
   // stores, spill loads and stack frame.
   std::uint16_t registers;
   std::uint32_t spill_stores;
   std::uint32_t spill_loads;
   std::uint32_t stack_bytes;
+  // The version of the Triton that compiled it ("3.9.0") and of the ptxas that assembled it
+  // ("12.8.93", for the driver it needs: taot/toolchain.h); null when not recorded.
+  const char* triton_version;
+  const char* ptxas_version;
   // The stage `taot from-ir` rebuilt it from ("ttgir", ...) and that file's SHA-256 (hex); both
   // null for an image as compiled.
   const char* override_stage;
@@ -158,7 +165,7 @@ struct Image {
 // `specialization` has one entry per call argument; `config` one value index per config field;
 // `params` lists the call arguments passed to the kernel, in order (constexprs and ==1 ints are
 // compiled in); the runtime expands each descriptor into the parameters the image takes and
-// appends the two scratch pointers Triton 3.6 kernels take.
+// appends the scratch pointers every Triton kernel takes (taot/launch_abi.h).
 struct Variant {
   const char* id;
   const ArgSpecialization* specialization;

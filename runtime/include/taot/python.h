@@ -1725,6 +1725,9 @@ inline nb::list variants(const Kernel& kernel) {
       facts["profile_scratch_size"] = image.profile_scratch_size;
       facts["launch_cooperative_grid"] = image.cooperative;
       facts["launch_pdl"] = image.pdl;
+      facts["triton_version"] = image.triton_version ? nb::object(nb::str(image.triton_version)) : nb::none();
+      facts["ptxas_version"] = image.ptxas_version ? nb::object(nb::str(image.ptxas_version)) : nb::none();
+      facts["launch_abi"] = abi::tensordesc_layout_name(image.tensordesc_layout);
       images.append(facts);
     }
     entry["images"] = images;

@@ -124,6 +124,9 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   nlohmann::json& rebuilt = builder.json["kernels"][0]["variants"][2]["images"][1];
   rebuilt["ptxas"] = {{"registers", 40}, {"spill_stores", 16}, {"spill_loads", 8}, {"stack", 24}};
   rebuilt["override"] = {{"stage", "ttgir"}, {"sha256", std::string(64, 'e')}, {"file", "overrides/x.ttgir"}};
+  rebuilt["triton_version"] = "3.7.1";
+  rebuilt["ptxas_version"] = "13.1.80";
+  rebuilt["launch_abi"] = {{"tensordesc_layout", "3.7"}, {"scratch_pointers", 2}};
   const std::string source = render(read())["demo.cpp"];
   EXPECT_THAT(source, HasSubstr("constexpr taot_dtype arg_3_types[] = {TAOT_DTYPE_I32, TAOT_DTYPE_I64};\n"));
   EXPECT_THAT(source, HasSubstr("    {\"x_ptr\", taot::table::ArgKind::pointer, arg_0_types, 2, false, 0, nullptr, 0, false, false},\n"));
@@ -146,10 +149,12 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   // The image rows carry the exact cubin sizes and every launch field.
   const std::string cubin = testing::read_file(builder.cubin_path(0, 2, 1));
   EXPECT_THAT(source, HasSubstr("{\"sm_90a\", 90, true, detail::cubin_5, " + std::to_string(cubin.size()) +
-                                ", \"add_kernel\", 2151, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0, 40, 16, 8, "
-                                "24, \"ttgir\", \"" + std::string(64, 'e') + "\"},\n"));
-  // Images without a ptxas report or an override say so with zeros and nulls.
-  EXPECT_THAT(source, HasSubstr(", 2149, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0, 0, 0, 0, 0, nullptr, nullptr},\n"));
+                                ", \"add_kernel\", 2151, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0, "
+                                "taot::abi::TensordescLayout::triton_3_7, 40, 16, 8, 24, \"3.7.1\", \"13.1.80\", \"ttgir\", \"" +
+                                std::string(64, 'e') + "\"},\n"));
+  // Images without a ptxas report, versions, a launch ABI or an override say so with zeros,
+  // Triton 3.5's layout and nulls.
+  EXPECT_THAT(source, HasSubstr(", 2149, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0, taot::abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr},\n"));
   // The registry lists every kernel, for tools that walk the library.
   EXPECT_THAT(source, HasSubstr("taot::Kernel* const kernel_list[] = {&kernels::add_kernel::kernel, "
                                 "&kernels::odd_names::kernel, &kernels::noop::kernel, &kernels::features::kernel};\n"));

@@ -111,6 +111,43 @@ TEST_F(ManifestReaderTest, RejectsBadOverridesAndReportsNamingTheField) {
   EXPECT_THAT(error_of(), HasSubstr("ptxas.registers"));
 }
 
+TEST_F(ManifestReaderTest, ReadsEachImagesToolchainAndLaunchAbi) {
+  nlohmann::json& image = kernel0["variants"][1]["images"][0];
+  image["triton_version"] = "3.7.1";
+  image["ptxas_version"] = "12.8.93";
+  image["launch_abi"] = {{"tensordesc_layout", "3.7"}, {"scratch_pointers", 2}};
+  kernel0["variants"][1]["images"][1]["ptxas_version"] = nullptr;
+  const Expected<Manifest> manifest = read_manifest(builder.write());
+  ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+  const Image& read = manifest->kernels[0].variants[1].images[0];
+  EXPECT_EQ(read.triton_version, "3.7.1");
+  EXPECT_EQ(read.ptxas_version, "12.8.93");
+  EXPECT_EQ(read.launch_abi.tensordesc_layout, abi::TensordescLayout::triton_3_7);
+  EXPECT_EQ(read.launch_abi.scratch_pointers, 2u);
+  // Manifests written before these keys: unknown versions and Triton 3.5's launch ABI.
+  const Image& older = manifest->kernels[0].variants[0].images[0];
+  EXPECT_EQ(older.triton_version, "");
+  EXPECT_FALSE(older.ptxas_version.has_value());
+  EXPECT_FALSE(manifest->kernels[0].variants[1].images[1].ptxas_version.has_value());  // null: unknown
+  EXPECT_EQ(older.launch_abi.tensordesc_layout, abi::TensordescLayout::triton_3_5);
+  EXPECT_EQ(older.launch_abi.scratch_pointers, abi::kScratchPointers);
+}
+
+TEST_F(ManifestReaderTest, RejectsALaunchAbiThisRuntimeCannotPassNamingTheField) {
+  nlohmann::json& image = kernel0["variants"][0]["images"][0];
+  image["launch_abi"] = {{"tensordesc_layout", "3.6"}, {"scratch_pointers", 2}};
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("kernels[0].variants[0].images[0].launch_abi.tensordesc_layout"),
+                                HasSubstr("expected \"3.5\" or \"3.7\", got \"3.6\"")));
+  image["launch_abi"] = {{"tensordesc_layout", "3.7"}, {"scratch_pointers", 3}};
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("launch_abi.scratch_pointers"), HasSubstr("passes 2 scratch pointers"),
+                                HasSubstr("got 3")));
+  image["launch_abi"] = {{"tensordesc_layout", "3.7"}};
+  EXPECT_THAT(error_of(), HasSubstr("launch_abi.scratch_pointers: missing"));
+  image.erase("launch_abi");
+  image["ptxas_version"] = "Cuda compilation tools, release 12.8";
+  EXPECT_THAT(error_of(), AllOf(HasSubstr("images[0].ptxas_version"), HasSubstr("such as \"12.8.93\"")));
+}
+
 TEST_F(ManifestReaderTest, AKernelMayHaveNoGridOfItsOwnAndThenNeitherDoItsVariants) {
   kernel0["grid"] = nullptr;
   for (nlohmann::json& variant : kernel0["variants"]) variant["grid"] = nullptr;

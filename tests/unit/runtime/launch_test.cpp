@@ -1,5 +1,7 @@
 // Launch through a recording fake driver: parameter packing with the scratch pointers, grid and
-// block, once-only module loads under contention and across contexts, and errors that name things.
+// block, once-only module loads under contention and across contexts, and errors that name things
+// (a cubin too new for the driver names its ptxas and the driver it needs).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <barrier>
@@ -13,7 +15,8 @@
 namespace taot::testing {
 namespace {
 
-
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 class LaunchTest : public ::testing::Test {
  protected:
@@ -191,6 +194,36 @@ TEST_F(LaunchTest, BadCubinNamesVariant) {
   EXPECT_NE(status.message().find("variant fp32_a7_i32h16_B1024_w4: cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE"),
             std::string::npos)
       << status.message();
+}
+
+TEST_F(LaunchTest, ACubinTheDriverIsTooOldForNamesItsPtxasTheDriverItNeedsAndHowToRebuild) {
+  table.edit_images([](table::Image& image) { image.ptxas_version = image.arch == 90 ? "13.1.80" : "12.8.93"; });
+  auto args = add_args(64);
+  for (CUresult refusal : {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU}) {
+    fake.make_current(fake.add_context(90));
+    fake.load_result = refusal;
+    Status status = kernel.launch(nullptr, args.data(), args.size());
+    ASSERT_EQ(status.code(), TAOT_CUDA_ERROR);
+    EXPECT_EQ(status.cuda_result(), refusal);
+    EXPECT_THAT(status.message(), HasSubstr("variant fp32_a7_i32h16_B1024_w4: cuModuleLoadData failed: "));
+    EXPECT_THAT(status.message(),
+                HasSubstr("; image sm_90 was assembled by ptxas 13.1.80, which needs an NVIDIA driver of release 580 "
+                          "or newer (CUDA 13.x minor-version compatibility): update the driver, or rebuild the library "
+                          "with an older ptxas (set TRITON_PTXAS_PATH and TRITON_PTXAS_BLACKWELL_PATH to one, e.g. "
+                          "/usr/local/cuda/bin/ptxas, and build again)"));
+  }
+  fake.make_current(fake.add_context(80));
+  EXPECT_THAT(kernel.launch(nullptr, args.data(), args.size()).message(),
+              HasSubstr("image sm_80 was assembled by ptxas 12.8.93, which needs an NVIDIA driver of release 525 or "
+                        "newer (CUDA 12.x"));
+  // Other load failures are not the driver's age; an image whose ptxas is not recorded says so.
+  fake.load_result = CUDA_ERROR_OUT_OF_MEMORY;
+  EXPECT_THAT(kernel.launch(nullptr, args.data(), args.size()).message(), Not(HasSubstr("ptxas")));
+  table.edit_images([](table::Image& image) { image.ptxas_version = nullptr; });
+  Kernel unrecorded{table.kernel};
+  fake.load_result = CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+  EXPECT_THAT(unrecorded.launch(nullptr, args.data(), args.size()).message(),
+              HasSubstr("image sm_80 was assembled by a ptxas the manifest does not name: update the driver"));
 }
 
 TEST_F(LaunchTest, ContextRecreatedAtTheSameAddressGetsItsOwnModule) {

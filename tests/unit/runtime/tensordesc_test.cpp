@@ -1,7 +1,7 @@
 // Host-side tensor descriptors through the recording fake driver: TMA maps encoded at launch on
 // sm_90 (dims, byte strides, box from the image's metadata, swizzle, data type, padding), the
-// parameters that follow them, Triton's decomposition below sm_90, selection by dtype and block
-// shape, and every descriptor error.
+// parameters that follow them, Triton's decomposition below sm_90, each in the image's launch ABI
+// (Triton 3.5's and 3.7's), selection by dtype and block shape, and every descriptor error.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -51,9 +51,9 @@ class DescriptorTable {
         metas_.push_back(std::vector<table::TensordescMeta>(descriptors, meta));
         ids_.push_back(std::string(dtype == 0 ? "fp16" : "bf16") + "_BM" + std::to_string(kBlockM[block]));
         images_.push_back({
-            {"sm_80", 80, false, kCubin80, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, 0, 0, 0, 0, nullptr, nullptr},
+            {"sm_80", 80, false, kCubin80, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr},
             {"sm_90", 90, true, kCubin90, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false,
-             metas_.back().data(), static_cast<std::uint16_t>(descriptors), 0, 0, 0, 0, nullptr, nullptr},
+             metas_.back().data(), static_cast<std::uint16_t>(descriptors), abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr},
         });
         table::Variant variant{};
         variant.id = ids_.back().c_str();
@@ -78,6 +78,17 @@ class DescriptorTable {
     kernel.field_count = 1;
     kernel.variants = variants_.data();
     kernel.variant_count = static_cast<std::uint32_t>(variants_.size());
+  }
+
+  // Every image's descriptor launch ABI, and every sm_90 descriptor's fp4_padded flag (before a
+  // Kernel is made from the table).
+  void set_layout(abi::TensordescLayout layout) {
+    for (auto& images : images_)
+      for (table::Image& image : images) image.tensordesc_layout = layout;
+  }
+  void set_fp4_padded() {
+    for (auto& metas : metas_)
+      for (table::TensordescMeta& meta : metas) meta.fp4_padded = true;
   }
 
   table::KernelTable kernel{};
@@ -278,6 +289,80 @@ TEST_F(TensordescTest, Sm80PassesTritonsDecompositionWithoutTma) {
   EXPECT_EQ(params[11] & 0xffffffffu, 256u);
   EXPECT_EQ(params[12], 0u);
   EXPECT_EQ(params[13], 0u);
+}
+
+class Triton37LayoutTest : public TensordescTest {
+ protected:
+  Triton37LayoutTest() { table.set_layout(abi::TensordescLayout::triton_3_7); }
+};
+
+TEST_F(Triton37LayoutTest, Sm80PassesRoundF32ToTf32AsZeroAfterThePadding) {
+  fake.params_per_launch = 15;
+  fake.make_current(fake.add_context(80));
+  ASSERT_TRUE(launch({matrix(DType::fp16, {}, TAOT_PADDING_NAN)}).ok());
+  const auto launches = fake.launches();
+  ASSERT_EQ(launches.size(), 1u);
+  const auto& params = launches[0].params;
+  // base, shape (i64), strides (i64), padding == nan (i1), round_f32_to_tf32 (i1), shape (i32),
+  // strides (i64), out, n, scratch.
+  const std::vector<std::uint64_t> expected = {kBase, 100, 48, 64, 1, 1, 0, 100, 48, 64, 1, kOut, 256, 0, 0};
+  const std::vector<std::uint64_t> mask = {~0ull, ~0ull, ~0ull, ~0ull, ~0ull, 0xff, 0xff, 0xffffffffu, 0xffffffffu,
+                                           ~0ull, ~0ull, ~0ull, 0xffffffffu, ~0ull, ~0ull};
+  for (std::size_t p = 0; p < expected.size(); ++p) EXPECT_EQ(params[p] & mask[p], expected[p]) << "parameter " << p;
+}
+
+TEST_F(Triton37LayoutTest, Sm90TakesTheSameMapShapeAndStrides) {
+  fake.make_current(fake.add_context(90));
+  ASSERT_TRUE(launch({matrix()}).ok());
+  const auto launches = fake.launches();
+  const auto& params = launches[0].params;
+  EXPECT_EQ(params[0], RecordedTensorMap::kTensorMapMark);
+  EXPECT_EQ(params[1] & 0xffffffffu, 100u);
+  EXPECT_EQ(params[2] & 0xffffffffu, 48u);
+  EXPECT_EQ(params[3], 64u);
+  EXPECT_EQ(params[5], kOut);
+}
+
+// Two libraries built by different Triton releases, in one program: each kernel is packed in the
+// launch ABI of its own images.
+TEST_F(TensordescTest, KernelsOfTwoTritonReleasesLaunchSideBySide) {
+  DescriptorTable newer(1);
+  newer.set_layout(abi::TensordescLayout::triton_3_7);
+  Kernel newer_kernel{newer.kernel};
+  fake.make_current(fake.add_context(80));
+  const TensorDesc desc = matrix();
+  const taot_arg args[] = {arg(desc), arg(Ptr(CUdeviceptr{kOut}, DType::fp16)), arg(std::int32_t{256})};
+  fake.params_per_launch = 15;
+  ASSERT_TRUE(newer_kernel.launch(nullptr, args, 3).ok());
+  fake.params_per_launch = 14;
+  ASSERT_TRUE(kernel.launch(nullptr, args, 3).ok());
+  const auto launches = fake.launches();
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].params[6] & 0xff, 0u) << "Triton 3.7: round_f32_to_tf32";
+  EXPECT_EQ(launches[0].params[7] & 0xffffffffu, 100u) << "then the i32 shape";
+  EXPECT_EQ(launches[0].params[11], kOut);
+  EXPECT_EQ(launches[1].params[6] & 0xffffffffu, 100u) << "Triton 3.5: the i32 shape follows the padding";
+  EXPECT_EQ(launches[1].params[10], kOut);
+}
+
+// fp4_padded descriptors: the map counts the innermost dim doubled in both layouts; the kernel's
+// i32 shape is doubled too in Triton 3.5's, the caller's in Triton 3.7's.
+TEST_F(TensordescTest, Fp4PaddedShapesFollowTheLayout) {
+  table.set_fp4_padded();
+  for (const auto layout : {abi::TensordescLayout::triton_3_5, abi::TensordescLayout::triton_3_7}) {
+    table.set_layout(layout);
+    Kernel fresh{table.kernel};
+    fake.make_current(fake.add_context(90));
+    const TensorDesc desc = matrix();
+    const taot_arg args[] = {arg(desc), arg(Ptr(CUdeviceptr{kOut}, DType::fp16)), arg(std::int32_t{256})};
+    ASSERT_TRUE(fresh.launch(nullptr, args, 3).ok());
+    EXPECT_EQ(fake.tensor_maps().back().global_dim, (std::vector<std::uint64_t>{96, 100}));
+    const auto launches = fake.launches();
+    const auto& params = launches.back().params;
+    EXPECT_EQ(params[1] & 0xffffffffu, 100u);
+    EXPECT_EQ(params[2] & 0xffffffffu, layout == abi::TensordescLayout::triton_3_5 ? 96u : 48u)
+        << abi::tensordesc_layout_name(layout);
+  }
 }
 
 TEST_F(TensordescTest, ADriverWithoutTensorMapsFailsOnSm90AndStillLaunchesOnSm80) {

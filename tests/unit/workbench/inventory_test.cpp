@@ -18,13 +18,13 @@ namespace {
 using codegen::testing::ManifestBuilder;
 using codegen::testing::TempDir;
 using codegen::testing::write_file;
-using testing::fake_cubin;
-using testing::FakeFunction;
+using codegen::testing::fake_cubin;
+using codegen::testing::FakeFunction;
 
 std::string message_of(const Status& status) { return status.message(); }
 
 // The demo library of the codegen fixtures, with the first image's cubin a real ELF and ptxas'
-// report recorded for it.
+// report, Triton and ptxas versions recorded for it (and a ptxas version for the second).
 class InventoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -36,6 +36,10 @@ class InventoryTest : public ::testing::Test {
     image["cubin_sha256"] = codegen::sha256_hex(cubin).value();
     image["ptxas"] = {{"registers", 26}, {"spill_stores", 12}, {"spill_loads", 16}, {"stack", 8}};
     image["override"] = {{"stage", "ttgir"}, {"sha256", std::string(64, 'a')}, {"file", "overrides/x.ttgir"}};
+    image["triton_version"] = "3.9.0";
+    image["ptxas_version"] = "13.4.59";
+    image["launch_abi"] = {{"tensordesc_layout", "3.7"}, {"scratch_pointers", 2}};
+    builder.json["kernels"][0]["variants"][0]["images"][1]["ptxas_version"] = "12.9.86";
     builder.write();
     Expected<Inventory> loaded = load_inventory(dir_.path());
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
@@ -139,6 +143,11 @@ TEST_F(InventoryTest, ReportsShowEveryImage) {
   EXPECT_NE(table.find("ttgir aaaaaaaaaaaa"), std::string::npos) << "the override: stage and SHA-256 prefix";
   EXPECT_NE(table.find("8 of"), std::string::npos);
   EXPECT_NE(table.find("note: add_kernel add_kernel_fp32_B256 sm_90a:"), std::string::npos) << table;
+  // The toolchain of each image and the oldest driver that loads it, "-" where not recorded.
+  EXPECT_NE(table.find("TRITON  PTXAS    DRIVER  OVERRIDE"), std::string::npos) << table;
+  EXPECT_NE(table.find("3.9.0   13.4.59     580  ttgir aaaaaaaaaaaa"), std::string::npos) << table;
+  EXPECT_NE(table.find("-       12.9.86     525  -"), std::string::npos) << table;
+  EXPECT_NE(table.find("DRIVER: the oldest NVIDIA driver that loads the cubin"), std::string::npos);
 
   const nlohmann::json json = nlohmann::json::parse(inspect_json(inventory_, images));
   ASSERT_EQ(json["images"].size(), 8u);
@@ -150,6 +159,13 @@ TEST_F(InventoryTest, ReportsShowEveryImage) {
   EXPECT_EQ(first["config"]["ACC_TYPE"], "fp32");
   EXPECT_EQ(first["config"]["EPS"], 0.5);
   EXPECT_EQ(first["override"]["stage"], "ttgir");
+  EXPECT_EQ(first["triton_version"], "3.9.0");
+  EXPECT_EQ(first["ptxas_version"], "13.4.59");
+  EXPECT_EQ(first["min_driver"], 580);
+  EXPECT_EQ(first["launch_abi"], (nlohmann::json{{"tensordesc_layout", "3.7"}, {"scratch_pointers", 2}}));
+  EXPECT_TRUE(json["images"][2]["triton_version"].is_null());
+  EXPECT_TRUE(json["images"][2]["min_driver"].is_null());
+  EXPECT_EQ(json["images"][2]["launch_abi"]["tensordesc_layout"], "3.5");
   EXPECT_EQ(first["cubin_resources"]["static_shared"], 1024);
   EXPECT_TRUE(json["images"][1]["cubin_resources"].is_null());
   EXPECT_TRUE(json["images"][1]["problem"].is_string());

@@ -23,7 +23,8 @@ struct GeneratedFile {
 // Renders every file of the library in memory, in a fixed order (header, C header, source, cubins,
 // CMakeLists.txt). Reads each distinct cubin once (images with equal cubin_sha256 share one
 // embedded array) and fails, naming the file, if it cannot be read or no longer has its
-// manifest sha256. Thread-safe.
+// manifest sha256, and, naming the image, if an image's cubin does not take the parameters the
+// runtime will pass it (check_launch_abi in taot/codegen/launch_check.h). Thread-safe.
 // With `python`, also <lib>_python.cpp and its part of CMakeLists.txt (a nanobind module).
 // Each kernel's tuned tables are baked from the files its manifest entry lists, then those in
 // `tuning_files` for it (kernel name -> files); a bad table fails naming its file.

@@ -16,6 +16,7 @@
 
 #include "taot/codegen/errors.h"
 #include "taot/dtype_list.h"
+#include "taot/launch_abi.h"
 #include "taot/rule_ops.h"
 
 namespace taot::codegen {
@@ -37,6 +38,8 @@ std::string_view dtype_name(DType dtype) noexcept;
 std::optional<DType> dtype_from_name(std::string_view name) noexcept;
 // The C ABI enumerator, e.g. "TAOT_DTYPE_FP32".
 std::string_view dtype_enumerator(DType dtype) noexcept;
+// The bytes of one element or scalar (1 for i1).
+std::size_t dtype_size(DType dtype) noexcept;
 
 enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar, tensordesc, constexpr_value };
 
@@ -113,6 +116,19 @@ struct PtxasReport {
   std::uint32_t stack = 0;
 };
 
+// The launch ABI an image was compiled for ("launch_abi"; taot/launch_abi.h): what its descriptors
+// expand to and how many scratch pointers follow the call arguments. Manifests written before it
+// was recorded mean Triton 3.5's, which the runtime assumed then.
+struct LaunchAbi {
+  abi::TensordescLayout tensordesc_layout = abi::TensordescLayout::triton_3_5;
+  std::uint32_t scratch_pointers = abi::kScratchPointers;
+};
+
+// The C++ enumerator of a layout ("triton_3_7"), and the layout of a manifest name ("3.7"; nothing
+// for a name no layout has). abi::tensordesc_layout_name gives the manifest name.
+std::string_view tensordesc_layout_enumerator(abi::TensordescLayout layout) noexcept;
+std::optional<abi::TensordescLayout> tensordesc_layout_from_name(std::string_view name) noexcept;
+
 // An image rebuilt from an edited IR stage (`taot from-ir`): the stage it was rebuilt from and the
 // SHA-256 of that file, which the library and `taot inspect` show and later builds keep.
 struct IrOverride {
@@ -162,6 +178,11 @@ struct Image {
   std::vector<TensordescMeta> tensordesc_meta;
   std::map<std::string, std::string> artifacts;  // stage ("ttir", "ptx", ...) -> path as written
   std::optional<PtxasReport> ptxas;             // absent when the compile did not record it
+  // The Triton version that compiled it ("3.7.1"); empty when the manifest does not say.
+  std::string triton_version;
+  // The version of the ptxas that assembled it ("12.8.93"); absent when unknown.
+  std::optional<std::string> ptxas_version;
+  LaunchAbi launch_abi;
   std::optional<IrOverride> override_from;      // absent unless rebuilt from an edited stage
 };
 

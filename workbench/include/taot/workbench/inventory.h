@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "taot/codegen/cubin.h"
 #include "taot/codegen/manifest.h"
-#include "taot/workbench/cubin.h"
 #include "taot/workbench/errors.h"
 #include "taot/workbench/stages.h"
 
@@ -49,7 +49,7 @@ struct ImageView {
   std::map<Stage, std::filesystem::path> stages;  // the IR files kept (resolved); sass is the cubin
   std::filesystem::path source;                   // the kernel's .py as the manifest names it; may be empty
   // From the cubin's ELF, when read: the entry function's resource usage and the cubin's facts.
-  std::optional<FunctionResources> resources;
+  std::optional<codegen::FunctionResources> resources;
   std::uint32_t reserved_shared = 0;
   // Why the cubin could not be read or does not match the manifest's SHA-256; empty when fine.
   std::string cubin_problem;

@@ -14,8 +14,9 @@
 namespace taot::workbench {
 
 // One row per image (kernel, variant, target, registers, spill stores/loads, stack, shared memory,
-// local memory, warps, stages, CTAs, scratch, override), then a count line and notes (cubins that
-// could not be read or changed since the manifest was written).
+// local memory, warps, stages, CTAs, scratch; for a library or manifest also the Triton and ptxas
+// versions, the oldest driver that loads the cubin and the override), then a count line and notes
+// (cubins that could not be read or changed since the manifest was written).
 std::string inspect_table(const Inventory& inventory, const std::vector<const ImageView*>& images);
 
 // {"origin", "path", "library", "count", "total", "images": [...]} with every fact of each image.

@@ -1,6 +1,7 @@
-// A cubin's resource usage, read from its ELF: per function the .nv.info attributes ptxas wrote
-// (registers, stack frame, stack sizes) and the sizes of its shared, local and constant sections;
-// what `cuobjdump --dump-resource-usage` prints, without running it.
+// A cubin's facts, read from its ELF: per function the .nv.info attributes ptxas wrote (registers,
+// stack frame, stack sizes, the kernel's parameter list) and the sizes of its shared, local and
+// constant sections; what `cuobjdump --dump-resource-usage` and `cuobjdump -elf` print, without
+// running them. `taot gen` checks parameter lists with it; the workbench shows resource usage.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,18 @@
 #include <string_view>
 #include <vector>
 
-#include "taot/workbench/errors.h"
+#include "taot/codegen/errors.h"
 
-namespace taot::workbench {
+namespace taot::codegen {
+
+// One parameter of a kernel (EIATTR_KPARAM_INFO): its position, its offset in the parameter bank
+// and its size, in bytes.
+struct KernelParam {
+  std::uint32_t ordinal = 0;
+  std::uint32_t offset = 0;
+  std::uint32_t size = 0;
+  bool operator==(const KernelParam&) const = default;
+};
 
 // One function of a cubin. Sizes are in bytes.
 struct FunctionResources {
@@ -26,6 +36,7 @@ struct FunctionResources {
   std::uint32_t static_shared = 0;              // .nv.shared.<name>, per block
   std::uint32_t local = 0;                      // .nv.local.<name>, per thread
   std::uint32_t constant0 = 0;                  // .nv.constant0.<name>: the parameter bank
+  std::vector<KernelParam> params;              // a kernel's parameters by ordinal; empty when not recorded
 
   // cuobjdump's STACK: the maximum stack size when recorded, else the minimum, else the frame.
   std::uint32_t stack() const noexcept { return max_stack_size.value_or(min_stack_size.value_or(frame_size)); }
@@ -50,4 +61,4 @@ Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name);
 // The same for a file.
 Expected<CubinInfo> read_cubin_file(const std::filesystem::path& path);
 
-}  // namespace taot::workbench
+}  // namespace taot::codegen

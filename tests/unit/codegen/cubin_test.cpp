@@ -1,12 +1,13 @@
-// The cubin reader: .nv.info attributes, section sizes, the architecture, and damaged input.
+// The cubin reader: .nv.info attributes (a kernel's parameters among them), section sizes, the
+// architecture, and damaged input.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "fake_cubin.h"
-#include "taot/workbench/cubin.h"
+#include "taot/codegen/cubin.h"
 
-namespace taot::workbench {
+namespace taot::codegen {
 namespace {
 
 using testing::fake_cubin;
@@ -14,7 +15,7 @@ using testing::FakeFunction;
 
 TEST(Cubin, ReadsEachFunctionsAttributesAndSections) {
   FakeFunction kernel{.name = "softmax_kernel", .registers = 32, .frame_size = 752, .min_stack_size = 752,
-                      .max_registers = 32, .static_shared = 1024, .constant0 = 568};
+                      .max_registers = 32, .static_shared = 1024, .constant0 = 568, .param_sizes = {8, 4, 1, 8, 8}};
   FakeFunction helper{.name = "helper", .entry = false, .registers = 8, .frame_size = 16, .min_stack_size = 16,
                       .max_stack_size = 48, .local = 64};
   Expected<CubinInfo> info = read_cubin(fake_cubin({kernel, helper}, 7, 0x5a0d5a, 16), "k.cubin");
@@ -34,6 +35,8 @@ TEST(Cubin, ReadsEachFunctionsAttributesAndSections) {
   EXPECT_EQ(read->static_shared, 1024u);
   EXPECT_EQ(read->constant0, 568u);
   EXPECT_EQ(read->local, 0u);
+  EXPECT_EQ(read->params, (std::vector<KernelParam>{{0, 0, 8}, {1, 8, 4}, {2, 12, 1}, {3, 16, 8}, {4, 24, 8}}))
+      << "by ordinal, though listed last first";
   const FunctionResources* device = info->find("helper");
   ASSERT_NE(device, nullptr);
   EXPECT_FALSE(device->entry);
@@ -41,6 +44,7 @@ TEST(Cubin, ReadsEachFunctionsAttributesAndSections) {
   EXPECT_EQ(device->stack(), 48u) << "the maximum stack size wins when recorded";
   EXPECT_EQ(device->local, 64u);
   EXPECT_FALSE(device->max_registers.has_value());
+  EXPECT_TRUE(device->params.empty());
   EXPECT_EQ(info->find("absent"), nullptr);
 }
 
@@ -111,4 +115,4 @@ TEST(Cubin, ASectionThatClaimsNoFileBytesIsNeverRead) {
 }
 
 }  // namespace
-}  // namespace taot::workbench
+}  // namespace taot::codegen

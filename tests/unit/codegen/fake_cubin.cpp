@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-namespace taot::workbench::testing {
+namespace taot::codegen::testing {
 
 namespace {
 
@@ -70,6 +70,24 @@ std::string fake_cubin(const std::vector<FakeFunction>& functions, std::uint8_t 
       put<std::uint8_t>(own, 0x03);
       put<std::uint8_t>(own, 0x1b);
       put<std::uint16_t>(own, *function.max_registers);
+    }
+    // Parameters as ptxas lists them: the last first, each a 12-byte EIATTR_KPARAM_INFO.
+    std::vector<std::uint32_t> offsets;
+    std::uint32_t offset = 0;
+    for (std::uint32_t size : function.param_sizes) {
+      const std::uint32_t align = size >= 8 ? 8 : size;
+      offset = (offset + align - 1) / align * align;
+      offsets.push_back(offset);
+      offset += size;
+    }
+    for (std::size_t p = function.param_sizes.size(); p-- > 0;) {
+      put<std::uint8_t>(own, 0x04);
+      put<std::uint8_t>(own, 0x17);
+      put<std::uint16_t>(own, 12);
+      put<std::uint32_t>(own, 0);
+      put<std::uint16_t>(own, static_cast<std::uint16_t>(p));
+      put<std::uint16_t>(own, static_cast<std::uint16_t>(offsets[p]));
+      put<std::uint32_t>(own, (function.param_sizes[p] << 18) | 0x1f000);
     }
     put<std::uint8_t>(own, 0x04);  // EIATTR_EXIT_INSTR_OFFSETS: 8 bytes that are no symbol/value pair
     put<std::uint8_t>(own, 0x1c);
@@ -141,4 +159,4 @@ std::string fake_cubin(const std::vector<FakeFunction>& functions, std::uint8_t 
   return out;
 }
 
-}  // namespace taot::workbench::testing
+}  // namespace taot::codegen::testing

@@ -7,23 +7,25 @@
 // .nv.info sections are lists of attributes: a format byte, an attribute byte, then a 16-bit value
 // (formats 1-3) or a 16-bit size and that many bytes (format 4, EIFMT_SVAL). Per-function values
 // (register count, frame and stack sizes) are SVALs holding the function's symbol index and a
-// 32-bit value.
-#include "taot/workbench/cubin.h"
+// 32-bit value. A kernel's own list (.nv.info.<name>) holds one EIATTR_KPARAM_INFO per parameter:
+// a 12-byte SVAL of a 32-bit index, a 16-bit ordinal, a 16-bit offset and a 32-bit word whose
+// bits 18-31 are the size in bytes (what `cuobjdump -elf` prints as Ordinal, Offset and Size).
+#include "taot/codegen/cubin.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
 
-#include "text_util.h"
-
-namespace taot::workbench {
+namespace taot::codegen {
 
 namespace {
 
 constexpr std::uint8_t kFormatSval = 0x04;  // EIFMT_SVAL: size + bytes; the others carry 16 bits inline
 constexpr std::uint8_t kAttrFrameSize = 0x11;
 constexpr std::uint8_t kAttrMinStackSize = 0x12;
+constexpr std::uint8_t kAttrKernelParamInfo = 0x17;
 constexpr std::uint8_t kAttrMaxRegCount = 0x1b;
 constexpr std::uint8_t kAttrMaxStackSize = 0x23;
 constexpr std::uint8_t kAttrRegCount = 0x2f;
@@ -62,7 +64,7 @@ class Reader {
     const std::size_t limit = static_cast<std::size_t>(table.file_size - index);
     return std::string(start, strnlen(start, limit));
   }
-  Status error(const std::string& what) const { return usage_error(name_ + ": not a valid cubin: " + what); }
+  Status error(const std::string& what) const { return input_error(name_ + ": not a valid cubin: " + what); }
 
  private:
   std::string_view bytes_;
@@ -181,6 +183,12 @@ Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name) 
       const std::uint64_t value_at = at + 4;
       if (value_at + value16 > end) return reader.error("an attribute runs past the end of " + section.name);
       at = value_at + value16;
+      if (attribute == kAttrKernelParamInfo && owner != nullptr && value16 >= 12) {
+        const auto word = reader.read<std::uint32_t>(value_at + 8);
+        owner->params.push_back({reader.read<std::uint16_t>(value_at + 4), reader.read<std::uint16_t>(value_at + 6),
+                                 word >> 18});
+        continue;
+      }
       if (value16 != 8) continue;
       const auto symbol = reader.read<std::uint32_t>(value_at);
       const auto value = reader.read<std::uint32_t>(value_at + 4);
@@ -196,14 +204,17 @@ Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name) 
       }
     }
   }
+  for (FunctionResources& function : info.functions)  // ptxas lists them last parameter first
+    std::sort(function.params.begin(), function.params.end(),
+              [](const KernelParam& a, const KernelParam& b) { return a.ordinal < b.ordinal; });
   return info;
 }
 
 Expected<CubinInfo> read_cubin_file(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) return usage_error("cannot read " + path.string());
+  if (!file) return input_error("cannot read " + path.string());
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   return read_cubin(bytes, path.string());
 }
 
-}  // namespace taot::workbench
+}  // namespace taot::codegen
