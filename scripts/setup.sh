@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what taot needs on a fresh Debian 12 machine with the CUDA toolkit: build tools and
-# libraries from Debian, Triton 3.6.0, pytest, nanobind and matplotlib (bench plots) from PyPI. Safe to run again.
+# libraries from Debian, Triton 3.6.0 (the tests' baseline; scripts/triton_envs.sh makes one
+# environment per other supported release), pytest, nanobind and matplotlib (bench plots) from PyPI. Safe to run again.
 set -euo pipefail
 
 # clang and libclang-rt-dev (its sanitizer and libFuzzer runtimes) are for scripts/sanitize.sh fuzz.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command (also what CI runs): set-up, build, unit tests (ctest), then the Python front
 # end's tests, the tests of the real taot binary and of the wheel in a fresh virtual environment
-# (pytest), then the unit tests under the
-# sanitizers and a minute of fuzzing the manifest reader (scripts/sanitize.sh). Needs no GPU.
+# (pytest), the front end and the Triton-calling commands again on every other supported Triton
+# release, then the unit tests under the sanitizers and a minute of fuzzing the manifest reader
+# (scripts/sanitize.sh). Needs no GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -19,20 +20,21 @@ export TAOT_BIN="$PWD/build/tools/taot/taot"
 # environment scripts/torch_env.sh makes, over the system Python.
 scripts/torch_env.sh
 summary=$(mktemp)
-run_folder() {  # PYTHON FOLDER
-  local started=$SECONDS status
+run_folder() {  # PYTHON FOLDER_OR_FILE...
+  local python=$1 started=$SECONDS status
+  shift
   set +e
-  "$1" -m pytest -q "$2" | tee "$summary"
+  "$python" -m pytest -q "$@" | tee "$summary"
   status=${PIPESTATUS[0]}
   set -e
   if [ "$status" -eq 5 ]; then
-    echo "test.sh: pytest collected no tests in $2" >&2
+    echo "test.sh: pytest collected no tests in $*" >&2
     exit 1
   fi
   [ "$status" -eq 0 ] || exit "$status"
-  echo "test.sh: $2 took $((SECONDS - started)) s" >&2
+  echo "test.sh: $* took $((SECONDS - started)) s" >&2
   if ! tail -1 "$summary" | grep -q "[1-9][0-9]* passed"; then
-    echo "test.sh: no test ran in $2 without a GPU (all skipped)" >&2
+    echo "test.sh: no test ran in $* without a GPU (all skipped)" >&2
     exit 1
   fi
 }
@@ -40,5 +42,21 @@ for folder in tests/python tests/cli tests/install tests/kernels_as_written exam
   run_folder python3 "$folder"
 done
 run_folder build/torch-env/bin/python tests/interpreter
+# Every other Triton release taot supports (python/taot/triton_api/versions.py; scripts/triton_envs.sh
+# makes one environment per release): the front end's tests on each; on the oldest and the newest,
+# also the commands that call Triton through the real binary: build (every example spec), passes,
+# from-ir, import-cache of a cache the JIT wrote. (The tests that compile generated C++ with CMake
+# run once, above: what they build does not depend on the Triton.) Adds about 12 minutes.
+triton_pythons=($(scripts/triton_envs.sh))
+for python in "${triton_pythons[@]}"; do
+  echo "test.sh: Triton $("$python" -c 'import triton; print(triton.__version__)') ($python)" >&2
+  export TAOT_PYTHON=$python
+  run_folder "$python" tests/python
+  if [ "$python" = "${triton_pythons[0]}" ] || [ "$python" = "${triton_pythons[-1]}" ]; then
+    run_folder "$python" tests/cli/test_example_build.py tests/cli/test_passes.py tests/cli/test_from_ir.py \
+      tests/cli/test_import_cache.py -k "not generated_library and not second_build and not every_variant_was_compiled"
+  fi
+  unset TAOT_PYTHON
+done
 rm -f "$summary"
 scripts/sanitize.sh
