@@ -2,7 +2,8 @@
 # --python`; scripts/gpu_suite.sh builds it) against the same kernel through Triton's JIT, launched as
 # its users launch it (jit.py), bitwise, over ragged shapes. The spec specializes pointers and ints as
 # the JIT does (16-byte aligned tensors, %16 strides where they are): a variant compiled without the
-# alignment can round a reduction differently. Skipped without torch or a GPU.
+# alignment can round a reduction differently. A module compiled by another Triton release than the
+# JIT's is compared within rounding instead (scripts/gpu_versions.sh). Skipped without torch or a GPU.
 import pytest
 
 try:
@@ -27,12 +28,28 @@ def dtype(name):
     return getattr(torch, DTYPES[name])
 
 
+def _release(version):
+    return tuple(version.split(".")[:2])
+
+
+def _library_triton():
+    """The Triton that compiled the module's images (scripts/gpu_versions.sh runs libraries compiled by
+    other releases against this machine's JIT)."""
+    listing = next(name for name in dir(as_written) if name.endswith("_variants"))
+    return getattr(as_written, listing)()[0]["images"][0]["triton_version"]
+
+
 def same(aot, reference, label):
+    """Bitwise equal when one Triton release compiled both; else as close as two compilers' roundings
+    (torch.testing's tolerances for the dtype: a few units in the last place)."""
     equal = torch.equal(aot, reference)
     if not equal:
         difference = (aot.double() - reference.double()).abs().max().item()
         print(f"[as written] {label}: NOT bitwise equal, max difference {difference:.3g}")
-    assert equal, label
+    if _release(_library_triton()) == _release(triton.__version__):
+        assert equal, label
+    else:
+        torch.testing.assert_close(aot, reference, msg=lambda text: f"{label}: {text}")
 
 
 def seed(*parts):

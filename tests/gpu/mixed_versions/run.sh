@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds and runs tests/gpu/mixed_versions on a GPU machine: vector_add compiled here by this
+# machine's Triton (taot binary: TAOT_BIN, default .carry/bin/taot), launch_features of the newest
+# release in SOURCES (scripts/gpu_versions.sh run unpacks them there). Usage: run.sh WORK_DIR SOURCES
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+work=$1
+mkdir -p "$work"
+other=$(ls -d "$2"/*/launch_features | sort -V | tail -1)
+"${TAOT_BIN:-$root/.carry/bin/taot}" build "$root/examples/vector_add/vector_add.toml" -o "$work/vector_add" --quiet
+for library in "$work/vector_add" "$other"; do
+  python3 -c "import json, sys; m = json.load(open(sys.argv[1])); i = m['kernels'][0]['variants'][0]['images'][0]
+print(m['library'], 'compiled by Triton', m['triton_version'], '- ptxas', i.get('ptxas_version'), '- launch ABI', i.get('launch_abi'))" \
+    "$library/manifest.json"
+done
+cmake -S "$here" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVECTOR_ADD_DIR="$work/vector_add" \
+  -DLAUNCH_FEATURES_DIR="$other" > "$work/cmake.log" 2>&1 || { tail -20 "$work/cmake.log"; exit 1; }
+cmake --build "$work/build" -j "$(nproc)" > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; exit 1; }
+"$work/build/mixed_versions"
