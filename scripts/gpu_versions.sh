@@ -8,7 +8,8 @@
 #       build/versions/<version>/<library>/, then .carry/versions/<version>.tar.xz holding each
 #       library's generated sources and manifest (the artifacts stay behind; the cubins' C arrays
 #       compress about 15x); prints each build's time
-#   scripts/gpu_versions.sh run [VERSION...]       on the GPU machine, .carry/versions carried: unpacks
+#   scripts/gpu_versions.sh run [VERSION...]       on the GPU machine, .carry carried (versions/, and
+#       bin/taot for the mixed program's own build, as for scripts/gpu_suite.sh): unpacks
 #       them, builds each library with CMake and its Python module, runs its GPU tests with it;
 #       then one program linking libraries of two Triton releases (tests/gpu/mixed_versions).
 #       Every log, in one file: $OUT/versions.log (or build-gpu/versions/versions.log); exits
@@ -36,7 +37,9 @@ kernels_as_written|tests/kernels_as_written/kernels.toml|tests/kernels_as_writte
 prepare() {
   local taot_bin=$root/build/tools/taot/taot failures=0 pythons python version name spec start
   [ -x "$taot_bin" ] || { echo "gpu_versions.sh: build taot first (scripts/build.sh)" >&2; exit 1; }
-  mapfile -t pythons < <(scripts/triton_envs.sh "$@") || exit 1
+  local listed
+  listed=$(scripts/triton_envs.sh "$@") || exit 1
+  mapfile -t pythons <<< "$listed"
   mkdir -p "$carried"
   for python in "${pythons[@]}"; do
     version=$("$python" -c "import triton; print(triton.__version__)")
@@ -54,8 +57,11 @@ prepare() {
         echo "GPU VERSIONS FAILURE: triton $version: taot build $spec"; failures=$((failures + 1))
       fi
     done <<< "$LIBRARIES"
-    tar -cJf "$carried/$version.tar.xz" -C "$staging" . &&
+    if tar -cJf "$carried/$version.tar.xz" -C "$staging" .; then
       echo "triton $version: $carried/$version.tar.xz, $(du -sh "$carried/$version.tar.xz" | cut -f1)"
+    else
+      echo "GPU VERSIONS FAILURE: triton $version: could not write $carried/$version.tar.xz"; failures=$((failures + 1))
+    fi
   done
   return $((failures > 0))
 }
@@ -80,8 +86,12 @@ run() {
     [ -f "$tarball" ] || { echo "gpu_versions.sh: nothing in $carried (run 'prepare' first and carry .carry)"; exit 1; }
     version=$(basename "$tarball" .tar.xz)
     if [ $# -gt 0 ] && [[ " $* " != *" $version "* ]]; then continue; fi
-    mkdir -p "$sources/$version" && tar -xJf "$tarball" -C "$sources/$version"
+    mkdir -p "$sources/$version" && tar -xJf "$tarball" -C "$sources/$version" ||
+      { echo "GPU VERSIONS FAILURE: cannot unpack $tarball"; failures=$((failures + 1)); }
   done
+  if ! ls -d "$sources"/*/*/ > /dev/null 2>&1; then
+    echo "gpu_versions.sh: no library to run (releases asked: ${*:-all}; carried: $(ls "$carried"))"; exit 1
+  fi
   # Every library's CMake build at once (each -j 4), then the tests one library at a time.
   local started=$SECONDS
   for folder in "$sources"/*/*/; do
@@ -95,7 +105,11 @@ run() {
     local modules
     modules=$(ls -d "$work/$version"/*/ | tr '\n' ':')
     while IFS='|' read -r name _ test_folder tests; do
-      [ -n "$name" ] && [ -d "$sources/$version/$name" ] || continue
+      [ -n "$name" ] || continue
+      if [ ! -d "$sources/$version/$name" ]; then  # prepare failed to build it
+        echo "GPU VERSIONS FAILURE: triton $version: $name is not in the carried sources"; failures=$((failures + 1))
+        continue
+      fi
       local build=$work/$version/$name log=$logs/${version}_${name}.log
       echo "=== triton $version: $name ==="
       if ! ls "$build"/*.so > /dev/null 2>&1; then
@@ -127,5 +141,5 @@ run() {
 case "${1:-}" in
   prepare) shift; prepare "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: scripts/gpu_versions.sh prepare [VERSION...] | run" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu_versions.sh prepare [VERSION...] | run [VERSION...]" >&2; exit 2 ;;
 esac

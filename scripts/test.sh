@@ -47,7 +47,8 @@ run_folder build/torch-env/bin/python tests/interpreter
 # also the commands that call Triton through the real binary: build (every example spec), passes,
 # from-ir, import-cache of a cache the JIT wrote. (The tests that compile generated C++ with CMake
 # run once, above: what they build does not depend on the Triton.) Adds about 12 minutes.
-triton_pythons=($(scripts/triton_envs.sh))
+triton_list=$(scripts/triton_envs.sh)
+mapfile -t triton_pythons <<< "$triton_list"
 for python in "${triton_pythons[@]}"; do
   echo "test.sh: Triton $("$python" -c 'import triton; print(triton.__version__)') ($python)" >&2
   export TAOT_PYTHON=$python

@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 if [ $# -gt 0 ]; then
   versions=("$@")
 else
-  mapfile -t versions < <(python3 - <<'EOF'
+  # (An assignment, not mapfile < <(...): set -e stops on the Python failing.)
+  listed=$(python3 - <<'EOF'
 import runpy
 table = runpy.run_path("python/taot/triton_api/versions.py")
 import triton
@@ -22,6 +23,8 @@ for release in table["RELEASES"].values():
         print(release.tested)
 EOF
 )
+  [ -n "$listed" ] || { echo "triton_envs.sh: python/taot/triton_api/versions.py lists no other release" >&2; exit 1; }
+  mapfile -t versions <<< "$listed"
 fi
 
 mkdir -p build/triton-envs
@@ -29,7 +32,7 @@ for version in "${versions[@]}"; do
   environment="build/triton-envs/$version"
   python="$environment/bin/python"
   log="$environment.log"
-  if [ -x "$python" ] && "$python" -c "import sys, triton; sys.exit(triton.__version__ != '$version')" 2>/dev/null; then
+  if [ -x "$python" ] && "$python" -c "import sys, triton; sys.exit(triton.__version__ != sys.argv[1])" "$version" 2>/dev/null; then
     echo "triton_envs.sh: $environment already has triton $version" >&2
   else
     echo "triton_envs.sh: installing triton==$version from PyPI into $environment" >&2

@@ -103,7 +103,7 @@ taot_status taot_kernel_image(const taot_kernel* handle, size_t variant_index, s
     info->override_sha256 = image.override_sha256;
     info->triton_version = image.triton_version;
     info->ptxas_version = image.ptxas_version;
-    info->launch_abi = taot::abi::tensordesc_layout_name(image.tensordesc_layout);
+    info->tensordesc_layout = taot::abi::tensordesc_layout_name(image.tensordesc_layout);
     info->min_driver = taot::toolchain::min_driver_for_ptxas(image.ptxas_version);
     return taot::Status();
   });

@@ -70,7 +70,8 @@ def test_imports_and_lists_variants(module_dir):
     assert images.startswith("[{'target': 'sm_90', 'arch': 90, 'shared': 0, 'num_warps': 4, 'num_ctas': 1, 'global_scratch_size': 0,"), images
     import triton
     assert f"'triton_version': '{triton.__version__}', 'ptxas_version': '" in images, images
-    assert f"'launch_abi': '{'3.5' if triton.__version__ < '3.7' else '3.7'}'" in images, images
+    layout = "3.5" if triton.__version__ < "3.7" else "3.7"
+    assert f"'launch_abi': {{'tensordesc_layout': '{layout}', 'scratch_pointers': 2}}, 'min_driver': " in images, images
     assert "config keywords: BLOCK_SIZE num_warps num_stages" in out
 
 

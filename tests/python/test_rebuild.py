@@ -80,7 +80,7 @@ def cubin_header(abi_version, flags):
     (8, 0x9007802, 120),
 ])
 def test_the_sm_of_both_elf_header_layouts(abi_version, flags, sm):
-    """The same vectors as workbench/src/cubin.cpp's reader is tested with (cubin_test.cpp)."""
+    """The same vectors as codegen/src/cubin.cpp's reader is tested with (tests/unit/codegen/cubin_test.cpp)."""
     assert cubin.read(cubin_header(abi_version, flags)) == cubin.Cubin(sm=sm, kernels={})
 
 

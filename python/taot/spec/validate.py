@@ -158,7 +158,7 @@ def _targets(node):
             buildable = triton_compiler.buildable_capabilities(KNOWN_CAPABILITIES)
             raise item.error(f"a target Triton {triton_api.VERSION} can build with "
                              f"{triton_compiler.ptxas_description(target.capability)}: "
-                             + ", ".join(f"sm_{capability}" for capability in buildable),
+                             + (", ".join(f"sm_{capability}" for capability in buildable) or "none"),
                              f'"{target.name}"')
         for earlier in targets:
             if earlier.capability == target.capability:

@@ -54,9 +54,9 @@ def option_fields():
 
 def option_default(name):
     """The value Triton's JIT compiles with when nothing sets option `name` (for enable_fp_fusion
-    from 3.9 on: the knob's, which TRITON_DEFAULT_FP_FUSION sets)."""
+    from 3.9 on: the knobs', TRITON_DEFAULT_FP_FUSION unless TRITON_FORCE_DISABLE_FP_FUSION)."""
     if name == "enable_fp_fusion" and RELEASE.fp_fusion_default_from_environment:
-        return bool(knobs.language.default_fp_fusion)
+        return not knobs.language.force_disable_fp_fusion and bool(knobs.language.default_fp_fusion)
     return _options_class().__dataclass_fields__[name].default
 
 
@@ -213,10 +213,14 @@ def tool_folder():
     return Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 
 
+def _uses_blackwell_ptxas(capability):
+    return RELEASE.blackwell_ptxas_from is not None and capability >= RELEASE.blackwell_ptxas_from
+
+
 def ptxas_for(capability):
     """The ptxas this Triton runs for a capability: the path TRITON_PTXAS_PATH /
     TRITON_PTXAS_BLACKWELL_PATH names, else the bundled one that release picks."""
-    blackwell = capability >= RELEASE.blackwell_ptxas_from
+    blackwell = _uses_blackwell_ptxas(capability)
     variable = "TRITON_PTXAS_BLACKWELL_PATH" if blackwell else "TRITON_PTXAS_PATH"
     chosen = os.environ.get(variable)
     if chosen:
@@ -253,7 +257,7 @@ def ptxas_description(capability):
     """ "ptxas 12.8.93 (bundled)" or "ptxas 13.0.88 (TRITON_PTXAS_PATH)" for the ptxas of a capability."""
     ptxas = ptxas_for(capability)
     chosen = "bundled" if ptxas.parent == tool_folder() else \
-        ("TRITON_PTXAS_BLACKWELL_PATH" if capability >= RELEASE.blackwell_ptxas_from else "TRITON_PTXAS_PATH")
+        ("TRITON_PTXAS_BLACKWELL_PATH" if _uses_blackwell_ptxas(capability) else "TRITON_PTXAS_PATH")
     return f"{ptxas.name} {ptxas_release(ptxas) or '(version unknown)'} ({chosen})"
 
 

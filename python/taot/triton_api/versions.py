@@ -1,6 +1,9 @@
-# What differs between the Triton releases taot supports, as data: one row per minor release, read by
-# the rest of triton_api (and by nothing else), so that supporting a new release is one row here and
-# whatever new fact it needs.
+# What differs between the Triton releases taot supports, as data: one row per minor release, so that
+# supporting a new release is one row here and whatever new fact it needs. The rest of triton_api
+# reads the rows to reach Triton; outside it, code reads only the version facts (release_of,
+# supported_range_text) and tests read the rows to know what the installed release does (for
+# instance constexpr_attrs_entries and autotune_key_checked_at_decoration, which taot itself does not
+# branch on: it uses the JIT's own binder, and the module's import reports a refused key).
 import dataclasses
 import re
 
@@ -25,15 +28,16 @@ class Release:
     constexpr_attrs_entries: bool       # the JIT's attrs hold an empty entry for each constexpr (3.7+)
     fp_fusion_default_from_environment: bool  # enable_fp_fusion's default comes from a knob (3.9+)
     autotune_key_checked_at_decoration: bool  # @triton.autotune refuses a key naming no argument (3.9+)
-    # The first capability whose images that release's bundled ptxas-blackwell assembles (the older
-    # ptxas assembles the rest): 100 up to 3.8, 90 from 3.9.
-    blackwell_ptxas_from: int
+    # The first capability whose images that release's ptxas-blackwell assembles (bundled, or
+    # TRITON_PTXAS_BLACKWELL_PATH; the other ptxas assembles the rest): 100 in 3.6 to 3.8, 90 from 3.9;
+    # None for 3.5, which has one ptxas (TRITON_PTXAS_PATH) for every target.
+    blackwell_ptxas_from: int | None
 
 
 _RELEASES = (
     Release((3, 5), "3.5.1", tensordesc_layout="3.5", scratch_pointers=2, pass_manager_run_takes_name=False,
             jit_file_line_function=True, constexpr_attrs_entries=False, fp_fusion_default_from_environment=False,
-            autotune_key_checked_at_decoration=False, blackwell_ptxas_from=100),
+            autotune_key_checked_at_decoration=False, blackwell_ptxas_from=None),
     Release((3, 6), "3.6.0", tensordesc_layout="3.5", scratch_pointers=2, pass_manager_run_takes_name=True,
             jit_file_line_function=True, constexpr_attrs_entries=False, fp_fusion_default_from_environment=False,
             autotune_key_checked_at_decoration=False, blackwell_ptxas_from=100),

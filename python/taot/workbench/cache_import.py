@@ -167,11 +167,11 @@ def _usable_entries(entries, notes):
 def other_triton(version):
     """Why entries compiled by another minor release of Triton than the one taot runs are left out."""
     minor = f"{RELEASE.minor[0]}.{RELEASE.minor[1]}"
-    unsupported = "" if versions.release_of(version) else \
-        f", a release taot does not support (it supports Triton {versions.supported_range_text()})"
-    return (f"compiled by Triton {version}{unsupported}; taot runs Triton {VERSION} and imports the entries of "
-            f"Triton {minor}.x only (launch conventions differ between minor releases, and a cache key covers "
-            f"Triton's version): to import them, run taot with TAOT_PYTHON naming a Python with Triton {version}")
+    how = f"to import them, run taot with TAOT_PYTHON naming a Python with Triton {version}" \
+        if versions.release_of(version) else \
+        f"a release taot does not support (it supports Triton {versions.supported_range_text()}): they cannot be imported"
+    return (f"compiled by Triton {version}; taot runs Triton {VERSION} and imports the entries of Triton {minor}.x "
+            f"only (launch conventions differ between minor releases, and a cache key covers Triton's version): {how}")
 
 
 def _group_by_function(entries):

@@ -51,7 +51,7 @@ def read(data):
 
 
 def _sm(abi_version, flags):
-    """The SM in e_flags (as workbench/src/cubin.cpp decode_flags reads it): ELF ABI version 7 and
+    """The SM in e_flags (as codegen/src/cubin.cpp decode_flags reads it): ELF ABI version 7 and
     before keep it in bits 0-7; version 8 (ptxas 13's, used for sm_100+ and, from Triton 3.9, for sm_90)
     in bits 8-15."""
     return (flags >> 8) & 0xFF if abi_version >= 8 else flags & 0xFF

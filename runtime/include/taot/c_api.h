@@ -197,7 +197,7 @@ typedef struct taot_image_info {
   const char* override_sha256; /* that file's SHA-256 (hex), or NULL */
   const char* triton_version;  /* the Triton that compiled it, e.g. "3.9.0"; NULL when not recorded */
   const char* ptxas_version;   /* the ptxas that assembled it, e.g. "12.8.93"; NULL when not recorded */
-  const char* launch_abi;      /* its tensor descriptors' launch ABI: "3.5" or "3.7" (docs/manifest.md) */
+  const char* tensordesc_layout; /* its launch ABI's descriptor layout: "3.5" or "3.7" (docs/manifest.md) */
   uint32_t min_driver;         /* the oldest NVIDIA driver that loads it (ptxas' CUDA major); 0: unknown */
 } taot_image_info;
 

@@ -37,6 +37,7 @@
 #include "taot/driver_api.h"
 #include "taot/runtime.h"
 #include "taot/timing.h"
+#include "taot/toolchain.h"
 
 namespace taot::python {
 
@@ -1727,7 +1728,11 @@ inline nb::list variants(const Kernel& kernel) {
       facts["launch_pdl"] = image.pdl;
       facts["triton_version"] = image.triton_version ? nb::object(nb::str(image.triton_version)) : nb::none();
       facts["ptxas_version"] = image.ptxas_version ? nb::object(nb::str(image.ptxas_version)) : nb::none();
-      facts["launch_abi"] = abi::tensordesc_layout_name(image.tensordesc_layout);
+      nb::dict launch_abi;  // as the manifest writes it
+      launch_abi["tensordesc_layout"] = abi::tensordesc_layout_name(image.tensordesc_layout);
+      launch_abi["scratch_pointers"] = abi::kScratchPointers;
+      facts["launch_abi"] = launch_abi;
+      facts["min_driver"] = toolchain::min_driver_for_ptxas(image.ptxas_version);
       images.append(facts);
     }
     entry["images"] = images;

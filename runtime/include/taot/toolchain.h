@@ -25,7 +25,7 @@ constexpr int cuda_major_of(const char* ptxas_version) noexcept {
   return major;
 }
 
-// The oldest driver release (570, 580, ...) that loads a cubin of that ptxas; 0 when unknown (no
+// The oldest driver release (525, 580, ...) that loads a cubin of that ptxas; 0 when unknown (no
 // version, or a CUDA release this table does not list).
 constexpr unsigned min_driver_for_ptxas(const char* ptxas_version) noexcept {
   const int major = cuda_major_of(ptxas_version);

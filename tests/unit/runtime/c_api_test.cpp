@@ -83,12 +83,12 @@ TEST(CApi, LibraryRegistryWalksKernelsVariantsAndImages) {
   EXPECT_EQ(info.override_stage, nullptr);
   EXPECT_STREQ(info.triton_version, "3.9.0");
   EXPECT_STREQ(info.ptxas_version, "13.4.59");
-  EXPECT_STREQ(info.launch_abi, "3.7");
+  EXPECT_STREQ(info.tensordesc_layout, "3.7");
   EXPECT_EQ(info.min_driver, 580u);
   ASSERT_EQ(taot_kernel_image(first.handle(), 1, 0, &info), TAOT_OK) << taot_last_error();
   EXPECT_EQ(info.triton_version, nullptr);  // not recorded: a manifest older than the field
   EXPECT_EQ(info.ptxas_version, nullptr);
-  EXPECT_STREQ(info.launch_abi, "3.5");
+  EXPECT_STREQ(info.tensordesc_layout, "3.5");
   EXPECT_EQ(info.min_driver, 0u);
   EXPECT_EQ(taot_kernel_image(first.handle(), 1, variant.image_count, &info), TAOT_INVALID_ARGUMENT);
   EXPECT_THAT(taot_last_error(), HasSubstr(std::string("variant ") + variant.id + " has 2 images"));
