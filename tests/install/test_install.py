@@ -120,19 +120,21 @@ def test_taot_add_library_builds_rebuilds_what_changed_installs_and_links(venv, 
 
     assert "no work to do" in run(["cmake", "--build", build], env=env).stdout
 
-    # A module the kernel imports changes: taot build runs again and only the cubins' source recompiles.
+    # A module the kernel imports changes: taot build runs again and the library's sources recompile,
+    # the program's do not. (Edits that change the code: a reordered sum compiles to the same cubin on
+    # Triton 3.9, which pip installs into the venv, and then nothing needs recompiling.)
     helpers = project / "kernels" / "helpers.py"
-    helpers.write_text(helpers.read_text().replace("return x * alpha + y", "return y + alpha * x"))
+    helpers.write_text(helpers.read_text().replace("return x * alpha + y", "return x * alpha - y"))
     second = run(["cmake", "--build", build], env=env).stdout
     assert "taot build axpy" in second
-    assert compiled_objects(second) == ["axpy_cubins.cpp"], second
+    assert "axpy_cubins.cpp" in compiled_objects(second) and "count_variants.cpp" not in compiled_objects(second), second
 
-    # The kernel's own source changes: again only the cubins' source.
+    # The kernel's own source changes: again the library's sources only.
     kernel = project / "kernels" / "axpy.py"
-    kernel.write_text(kernel.read_text().replace("mask = offsets < n", "mask = n > offsets"))
+    kernel.write_text(kernel.read_text().replace("mask = offsets < n", "mask = offsets < n - 1"))
     edited = run(["cmake", "--build", build], env=env).stdout
     assert "taot build axpy" in edited
-    assert compiled_objects(edited) == ["axpy_cubins.cpp"], edited
+    assert "axpy_cubins.cpp" in compiled_objects(edited) and "count_variants.cpp" not in compiled_objects(edited), edited
 
     # The spec changes (a third config): the library's sources change and the program relinks.
     spec = project / "kernels" / "axpy.toml"
