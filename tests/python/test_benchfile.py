@@ -385,8 +385,7 @@ def test_kernel_lookup_and_library_check(tmp_path):
 # ---- the examples ----
 
 def runtime_parameters(kernel_spec):
-    from taot.spec.model import RUNTIME_KINDS
-    return [arg.name for arg in kernel_spec.args if arg.kind in RUNTIME_KINDS and not arg.launch_only]
+    return [arg.name for arg in kernel_spec.args if arg.is_runtime and not arg.launch_only]
 
 
 def spec_outputs(kernel_spec):

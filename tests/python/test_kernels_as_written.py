@@ -462,7 +462,7 @@ def test_string_constexprs_none_pointers_option_named_constexprs_per_target_opti
 
 
 def test_string_and_none_reach_the_manifest(tmp_path):
-    from taot.library.manifest import _arg, _config_field, _specialization, _variant
+    from taot.library.manifest import _arg, _config_field, _variant
     library = load(tmp_path, STRINGS_AND_NONE, STRINGS_SPEC)
     kernel = library.kernels[0]
     variants = library.variants["kernel"]
@@ -470,7 +470,7 @@ def test_string_and_none_reach_the_manifest(tmp_path):
     assert _config_field(kernel.config[0], variants) == {"name": "ACTIVATION", "kind": "string",
                                                          "values": ["", "relu"], "default": ""}
     none_variant = next(variant for variant in variants if variant.bindings[1].none)
-    assert _specialization(none_variant.bindings[1]) == {"arg": "bias_ptr", "dtype": "fp32", "align": 0, "none": True}
+    assert none_variant.bindings[1].rules.specialization(none_variant.bindings[1]) == {"arg": "bias_ptr", "dtype": "fp32", "align": 0, "none": True}
 
 
 def test_per_target_table_must_name_every_target(tmp_path):

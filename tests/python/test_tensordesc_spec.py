@@ -21,7 +21,7 @@ def spec_error(project, spec):
 
 def test_each_variant_binds_the_dtype_and_the_block_from_its_config(project):
     from taot.compile.jobs import variant_inputs
-    from taot.library.manifest import _arg, _specialization
+    from taot.library.manifest import _arg
     library = project.load(descriptor_spec())
     kernel = library.kernels[0]
     variants = library.variants["scale_kernel"]
@@ -33,7 +33,7 @@ def test_each_variant_binds_the_dtype_and_the_block_from_its_config(project):
         expected = f"tensordesc<{binding.type}[{variant.config['BLOCK']}, 16]>"
         assert binding.triton_type == expected
         assert variant_inputs(kernel, variant)["signature"]["x_ptr"] == expected
-        assert _specialization(binding) == {"arg": "x_ptr", "dtype": binding.type, "block": [variant.config["BLOCK"], 16]}
+        assert binding.rules.specialization(binding) == {"arg": "x_ptr", "dtype": binding.type, "block": [variant.config["BLOCK"], 16]}
         seen.add((binding.type, binding.block))
     assert seen == {(dtype, (block, 16)) for dtype in ("fp32", "fp16") for block in (64, 128)}
     entry = _arg(kernel.args[0], variants)

@@ -13,7 +13,6 @@ from . import artifacts, ptxas_report
 from ..spec import source as kernel_source
 from ..spec.dtypes import DTYPES, TORCH_NAMES, triton_dtype
 from ..fsutil import canonical_json
-from ..spec.model import DTYPE, INT
 
 INPUTS_FORMAT = 1                    # bump when the inputs' meaning changes (the layout: artifacts.RECORD_FORMAT)
 ERROR_LINES = 20
@@ -51,11 +50,11 @@ def variant_inputs(kernel, variant):
         binding = bindings.get(arg.name)
         if binding is None:
             signature[arg.name] = "constexpr"
-            constexprs[arg.name] = {"dtype": config[arg.name]} if arg.kind == DTYPE else config[arg.name]
+            constexprs[arg.name] = arg.rules.triton_constexpr(config[arg.name])
         elif binding.none:  # a pointer passed as None: Triton compiles it as a constexpr None
             signature[arg.name] = "constexpr"
             constexprs[arg.name] = None
-        elif binding.kind == INT and binding.hint == 1:
+        elif binding.rules.has_hint and binding.hint == 1:
             signature[arg.name] = "constexpr"
             constexprs[arg.name] = 1
         else:

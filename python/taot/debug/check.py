@@ -13,6 +13,7 @@ from pathlib import Path
 from ..measure.bench import ArgumentCache
 from .. import IMPORT_ROOT
 from ..errors import TaotError
+from ..spec.arg_kinds import manifest_kind
 from ..spec.expressions import run_program
 from ..measure.calls import output_difference
 
@@ -45,12 +46,12 @@ class JitKernel:
         self.function = _interpreted_function(source, manifest_kernel["function"]) if interpret else \
             load_function(source, manifest_kernel["function"])
         self.args = manifest_kernel["args"]
-        self.call_args = [a["name"] for a in self.args if a["kind"] != "constexpr"]
+        self.call_args = [a["name"] for a in self.args if manifest_kind(a["kind"]).runtime]
         self.launch_only = {a["name"] for a in self.args if a.get("launch_only")}
-        self.constexprs = {a["name"] for a in self.args if a["kind"] == "constexpr"}
+        self.constexprs = {a["name"] for a in self.args if not manifest_kind(a["kind"]).runtime}
         self.grids = {v["id"]: v.get("grid") for v in manifest_kernel["variants"]}
         for arg in self.args:
-            if arg["kind"] == "tensordesc":
+            if manifest_kind(arg["kind"]).has_block:
                 raise TaotError(f"kernel {manifest_kernel['name']}: checking against Triton's JIT does not take "
                                 f"tensor-descriptor arguments ({arg['name']}) yet; use --against reference")
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..errors import TaotError
+from ..spec.arg_kinds import manifest_kind
 
 MANIFEST = "manifest.json"
 
@@ -54,7 +55,7 @@ class Library:
 def kernel_infos(manifest):
     infos = {}
     for kernel in manifest.get("kernels", []):
-        runtime_args = [arg for arg in kernel["args"] if arg["kind"] != "constexpr"]
+        runtime_args = [arg for arg in kernel["args"] if manifest_kind(arg["kind"]).runtime]
         infos[kernel["name"]] = KernelInfo(
             name=kernel["name"],
             parameters=tuple(arg["name"] for arg in runtime_args),

@@ -12,7 +12,7 @@ from .. import triton_api
 from ..triton_api import versions
 from . import overrides
 from ..spec.expressions import rule_program
-from ..spec.model import BOOL, CONSTEXPR, DTYPE, FLOAT, INT, POINTER, TENSORDESC
+from ..spec.model import DTYPE
 from ..spec.targets import Target
 
 SCHEMA = "taot.manifest"
@@ -79,7 +79,7 @@ def _kernel(library, kernel, outdir, variant_hashes):
         entry["tuning_key"] = list(kernel.tuning_key)
     if kernel.tuning:
         entry["tuning"] = [relative(path, outdir) for path in kernel.tuning]
-    scalars = [arg.name for arg in kernel.args if arg.kind in (INT, FLOAT, BOOL)]
+    scalars = [arg.name for arg in kernel.args if arg.rules.scalar]
     if kernel.heuristics:
         entry["heuristics"] = [{"field": field, "expression": rule.text, "program": rule_program(rule, scalars)}
                                for field, rule in kernel.heuristics]
@@ -96,29 +96,8 @@ def _used_types(arg, variants):
 
 
 def _arg(arg, variants):
-    if arg.kind == POINTER:
-        entry = {"name": arg.name, "kind": POINTER, "dtypes": _used_types(arg, variants), "output": arg.output}
-        if arg.rank is not None:
-            entry["rank"] = arg.rank
-        if any(binding.none for variant in variants for binding in variant.bindings if binding.name == arg.name):
-            entry["none"] = True
-        return entry
-    if arg.kind == TENSORDESC:
-        blocks = []
-        for variant in variants:
-            for binding in variant.bindings:
-                if binding.name == arg.name and list(binding.block) not in blocks:
-                    blocks.append(list(binding.block))
-        return {"name": arg.name, "kind": TENSORDESC, "dtypes": _used_types(arg, variants), "output": arg.output,
-                "rank": len(arg.block), "blocks": blocks}
-    if arg.kind in (INT, FLOAT):
-        entry = {"name": arg.name, "kind": arg.kind, "types": _used_types(arg, variants)}
-        if arg.launch_only:
-            entry["launch_only"] = True
-        return entry
-    if arg.kind == BOOL:
-        return {"name": arg.name, "kind": BOOL}
-    return {"name": arg.name, "kind": CONSTEXPR}
+    bindings = [binding for variant in variants for binding in variant.bindings if binding.name == arg.name]
+    return arg.rules.manifest_arg(arg, _used_types(arg, variants), bindings)
 
 
 def _config_field(field, variants):
@@ -137,7 +116,7 @@ def _variant(library, kernel, variant, outdir, variant_hash):
     return {
         "id": variant.id,
         "hash": variant_hash,
-        "specialization": [_specialization(binding) for binding in variant.bindings],
+        "specialization": [binding.rules.specialization(binding) for binding in variant.bindings],
         "config": dict(variant.config),
         "params": [binding.name for binding in variant.bindings
                    if binding.hint != 1 and not binding.none and not binding.launch_only],
@@ -145,19 +124,6 @@ def _variant(library, kernel, variant, outdir, variant_hash):
         "images": [_image(outdir, variant, kernel.function, target) for target in kernel.targets
                    if target.name in variant.targets],
     }
-
-
-def _specialization(binding):
-    if binding.kind == POINTER:
-        entry = {"arg": binding.name, "dtype": binding.type, "align": binding.align}
-        if binding.none:
-            entry["none"] = True
-        return entry
-    if binding.kind == TENSORDESC:
-        return {"arg": binding.name, "dtype": binding.type, "block": list(binding.block)}
-    if binding.kind == INT:
-        return {"arg": binding.name, "type": binding.type, "hint": binding.hint}
-    return {"arg": binding.name, "type": binding.type}
 
 
 def artifact_dir(outdir, variant_id, target_name):

@@ -1,4 +1,5 @@
 # Element and scalar type names accepted in specs, and their Triton spellings.
+from .arg_kinds import SCALAR_TYPE_KINDS
 
 # Every dtype a pointer may point to, in the order error messages list them.
 DTYPES = ("fp32", "fp16", "bf16", "fp64", "fp8e4nv", "fp8e5",
@@ -12,7 +13,7 @@ TORCH_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64":
                "u64": "uint64", "i1": "bool"}
 
 # Scalar (by-value) argument types, grouped by the manifest's argument kind.
-SCALAR_KINDS = {"i32": "int", "i64": "int", "fp32": "float", "fp64": "float", "i1": "bool"}
+SCALAR_KINDS = {type_name: kind.name for type_name, kind in SCALAR_TYPE_KINDS.items()}
 SCALAR_ALIASES = {"bool": "i1"}
 
 # tl.dtype(...) takes these names.

@@ -2,16 +2,18 @@
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Argument kinds. "constexpr" and "dtype" arguments are compile-time values and become config fields.
-POINTER, INT, FLOAT, BOOL, CONSTEXPR, DTYPE = "pointer", "int", "float", "bool", "constexpr", "dtype"
+from . import arg_kinds
+from .arg_kinds import ARG_KINDS, POINTER_NONE
+
+# Argument kinds' names (what each means: arg_kinds.py). "constexpr" and "dtype" arguments are
+# compile-time values and become config fields; config fields' kinds are int, float, bool, dtype, string.
+POINTER, INT, FLOAT, BOOL, CONSTEXPR, DTYPE, TENSORDESC = (kind.name for kind in (
+    arg_kinds.POINTER, arg_kinds.INT, arg_kinds.FLOAT, arg_kinds.BOOL, arg_kinds.CONSTEXPR, arg_kinds.DTYPE,
+    arg_kinds.TENSORDESC))
 STRING = "string"  # the kind of a config field whose values are strings (ACTIVATION = "leaky_relu")
-TENSORDESC = "tensordesc"  # a host-side tensor descriptor (Triton's TensorDescriptor)
-RUNTIME_KINDS = (POINTER, INT, FLOAT, BOOL, TENSORDESC)
 
 ALIGN_ANY = "any"
 HINT_NONE = "none"
-# The align choice of a pointer passed as None (Triton then compiles it as a constexpr None).
-POINTER_NONE = "None"
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,13 @@ class ArgSpec:
     value_source: str = None
 
     @property
+    def rules(self):
+        """What its kind means (arg_kinds.ArgKind)."""
+        return ARG_KINDS[self.kind]
+
+    @property
     def is_runtime(self):
-        return self.kind in RUNTIME_KINDS
+        return self.rules.runtime
 
 
 @dataclass(frozen=True)

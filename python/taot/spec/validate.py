@@ -15,6 +15,7 @@ from ..errors import SpecError
 from .. import triton_api
 from ..triton_api import compiler as triton_compiler
 from .expressions import ExpressionProblem, grid_from_python, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
+from .arg_kinds import ARG_KINDS, SPEC_KEY_OWNERS
 from .model import ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, STRING, TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues
 from .file import read_spec_file
 from .targets import KNOWN_CAPABILITIES, accepted_target_names, parse_target
@@ -413,10 +414,10 @@ def _unspecialized_params_specialized(node, jit_function, args):
         arg = by_name.get(param.name)
         if arg is None:
             continue
-        if param.do_not_specialize and arg.kind == INT:
+        if param.do_not_specialize and arg.rules.has_hint:
             given = [hint for hint in arg.hints if hint != HINT_NONE]
             what, keyword = "hint", "do_not_specialize"
-        elif (param.do_not_specialize or param.do_not_specialize_on_alignment) and arg.kind == POINTER:
+        elif (param.do_not_specialize or param.do_not_specialize_on_alignment) and arg.rules.has_align:
             given = [align for align in arg.aligns if align == 16]
             what = "align"
             keyword = "do_not_specialize" if param.do_not_specialize else "do_not_specialize_on_alignment"
@@ -441,7 +442,7 @@ def _check_annotation(type_node, param, kind, choices):
     the spec's type must be that one (an i32 stride would make `row * stride` overflow where the
     JIT's does not)."""
     annotated = getattr(param, "annotation_type", "") or ""
-    if kind == POINTER or not annotated or annotated.startswith("*"):
+    if ARG_KINDS[kind].addressed or not annotated or annotated.startswith("*"):
         return
     if annotated not in _ANNOTATED_SCALARS:
         raise type_node.error(f"a parameter taot can pass as the function annotates it; {param.name} is annotated "
@@ -500,15 +501,12 @@ def _typed_arg(node, index, param, typevars):
         return _tensordesc_arg(node, index, param, typevars)
     kind, typevar, choices = _parse_type(type_node, typevars)
     _check_annotation(type_node, param, kind, choices)
-    if kind != POINTER:
-        _no_extra_keys(node, ("align",), f"{kind} arguments (align is for pointers)")
-        _no_extra_keys(node, ("output",), f"{kind} arguments (output is for pointers)")
-        _no_extra_keys(node, ("rank",), f"{kind} arguments (rank is for pointers)")
-        _no_extra_keys(node, ("none",), f"{kind} arguments (none is for pointers)")
-    if kind != INT:
-        _no_extra_keys(node, ("hint",), f"{kind} arguments (hint is for ints)")
-    aligns = _subset(node.key("align"), ALIGN_VALUES, ALIGN_ANY) if kind == POINTER else ()
-    hints = _subset(node.key("hint"), HINT_VALUES, HINT_NONE) if kind == INT else ()
+    rules = ARG_KINDS[kind]
+    for key, owner in SPEC_KEY_OWNERS.items():
+        if key not in rules.spec_keys:
+            _no_extra_keys(node, (key,), f"{kind} arguments ({key} is for {owner.name}s)")
+    aligns = _subset(node.key("align"), ALIGN_VALUES, ALIGN_ANY) if rules.has_align else ()
+    hints = _subset(node.key("hint"), HINT_VALUES, HINT_NONE) if rules.has_hint else ()
     output = node.key("output")
     if output.present() and not isinstance(output.value, bool):
         raise output.error("true or false")
@@ -736,7 +734,7 @@ def _replaced_entry_values(entries, args, options):
     for name in _entry_names(entries):
         if _set_by_entries(name, by_name, options):
             continue
-        if name in by_name and by_name[name].kind in (CONSTEXPR, DTYPE):
+        if name in by_name and not by_name[name].is_runtime:
             own, where = by_name[name].choices, "[kernel.args]"
         elif name in options:
             own, where = options[name].values, "[kernel.options]"
@@ -873,7 +871,7 @@ def _config_fields(default_node, args, options, entries, heuristic_nodes, target
     except when nothing sets it and it keeps the function's default."""
     candidates = []
     for arg in args:
-        if arg.kind not in (CONSTEXPR, DTYPE):
+        if arg.is_runtime:
             continue
         values, is_option = arg.choices, arg.name in OPTION_KINDS
         if arg.value_source == "configs" or (arg.value_source == "option" and _entry_values(entries, arg.name)):
@@ -982,8 +980,8 @@ def _heuristic_texts(node, decorated):
 def _rule_names(args, fields):
     """(scalar names, pointer names, field names) a launch-time rule may read: scalar arguments and
     num_sms (unless something else has that name), pointers (in None tests), numeric config fields."""
-    scalars = [arg.name for arg in args if arg.kind in (INT, FLOAT, BOOL)]
-    pointers = [arg.name for arg in args if arg.kind == POINTER]
+    scalars = [arg.name for arg in args if arg.rules.scalar]
+    pointers = [arg.name for arg in args if arg.rules.has_align]
     numeric = [field.name for field in fields if field.kind in (INT, FLOAT, BOOL)]
     if not any(name == "num_sms" for name in [arg.name for arg in args] + [field.name for field in fields]):
         scalars.append("num_sms")
@@ -1067,7 +1065,7 @@ def _rule_filters(node, heuristics, requires, args, fields, typevars):
     a heuristic keeps the variants whose field has the value the rule gives (the others could never
     be chosen by it); a requirement keeps the variants that meet it."""
     field_names = {field.name for field in fields}
-    pointers = {arg.name for arg in args if arg.kind == POINTER and arg.none}
+    pointers = {arg.name for arg in args if arg.rules.has_align and arg.none}
     value_names = [field.name for field in fields] + list(typevars)
     arg_names = [arg.name for arg in args if arg.is_runtime]
     decided = [(rule_as_filter(name, rule), "heuristics") for name, rule in heuristics
@@ -1094,8 +1092,8 @@ def _tuning_key(node, decorated, args, fields):
                  for index, name in enumerate(decorated.autotune.key)]
     else:
         return (), ()
-    usable = [arg.name for arg in args if arg.kind in (INT, FLOAT, BOOL)] + [field.name for field in fields]
-    pointers = {arg.name for arg in args if arg.kind in (POINTER, TENSORDESC)}
+    usable = [arg.name for arg in args if arg.rules.scalar] + [field.name for field in fields]
+    pointers = {arg.name for arg in args if arg.rules.addressed}
     names, notes = [], []
     for item, name in items:
         if name in pointers and not key_node.present():
@@ -1144,7 +1142,7 @@ def _grid(node, args, fields):
     entries = node.value if is_list(node.value) else [node.value]
     if isinstance(node.value, dict) or not 1 <= len(entries) <= 3:
         raise node.error(expected)
-    int_args = [arg.name for arg in args if arg.kind == INT]
+    int_args = [arg.name for arg in args if arg.rules.grid_operand]
     int_fields = [field.name for field in fields if field.kind == INT]
     texts, trees = [], []
     for index, value in enumerate(entries):

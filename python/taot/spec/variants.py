@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from .keypath import describe
 from ..errors import SpecError
 from .expressions import ExpressionProblem, fold_grid
-from .model import ALIGN_ANY, CONSTEXPR, DTYPE, INT, POINTER, POINTER_NONE, TENSORDESC
+from .arg_kinds import ARG_KINDS
+from .model import ALIGN_ANY, INT, POINTER_NONE
 
 MAX_ID_LENGTH = 100
 OPTION_ABBREVIATIONS = {"num_warps": "w", "num_stages": "s", "num_ctas": "c", "maxnreg": "r",
@@ -37,15 +38,14 @@ class Binding:
     launch_only: bool = False
 
     @property
+    def rules(self):
+        """What its kind means (arg_kinds.ArgKind)."""
+        return ARG_KINDS[self.kind]
+
+    @property
     def triton_type(self):
         """The type in Triton's signature: "*fp16", "tensordesc<fp16[64, 32]>", "i32", "constexpr"."""
-        if self.none:
-            return "constexpr"
-        if self.kind == POINTER:
-            return "*" + self.type
-        if self.kind == TENSORDESC:
-            return f"tensordesc<{self.type}[{', '.join(map(str, self.block))}]>"
-        return self.type
+        return self.rules.triton_type(self)
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def _dimensions(kernel):
     dimensions = [Dimension(("typevar", name), name, values) for name, values in kernel.typevars.items()]
     config_names = set(kernel.configs[0]) if kernel.configs else set()
     for arg in kernel.args:
-        if arg.kind == POINTER and arg.none and arg.typevar is None:
+        if arg.rules.has_align and arg.none and arg.typevar is None:
             values = [(dtype, align) for dtype in arg.choices for align in arg.aligns if align != POINTER_NONE]
             dimensions.append(Dimension(("pointer", arg.name), arg.name, tuple(values) + ((arg.choices[0],
                                                                                            POINTER_NONE),)))
@@ -182,11 +182,11 @@ def _dimensions(kernel):
             values = arg.choices
             if arg.value_source == "option" and arg.name not in kernel.options:
                 values = next(field.values for field in kernel.config if field.name == arg.name)
-            label = arg.name if arg.kind in (CONSTEXPR, DTYPE) else f"{arg.name} type"
+            label = f"{arg.name} type" if arg.is_runtime else arg.name
             dimensions.append(Dimension(("choice", arg.name), label, tuple(values)))
-        if arg.kind == POINTER:
+        if arg.rules.has_align:
             dimensions.append(Dimension(("align", arg.name), f"{arg.name} align", arg.aligns))
-        if arg.kind == INT:
+        if arg.rules.has_hint:
             dimensions.append(Dimension(("hint", arg.name), f"{arg.name} hint", arg.hints))
     for name, option in kernel.options.items():
         allowed = None
@@ -202,7 +202,7 @@ def _dimensions(kernel):
 def _has_own_choice(arg, kernel, config_names):
     """Whether a non-typevar argument varies in its own dimension (constexprs set by the config
     entries or by an option of the same name do not)."""
-    if arg.kind not in (CONSTEXPR, DTYPE):
+    if arg.is_runtime:
         return True
     if arg.value_source == "configs":
         return False
@@ -219,7 +219,7 @@ def _field_source(kernel, position, name):
     arg = next((arg for arg in kernel.args if arg.name == name), None)
     if arg is not None and arg.typevar is not None:
         return position[("typevar", arg.typevar)], identity
-    if ("choice", name) in position and arg is not None and arg.kind in (CONSTEXPR, DTYPE):
+    if ("choice", name) in position and arg is not None and not arg.is_runtime:
         return position[("choice", name)], identity
     if ("option", name) in position:
         return position[("option", name)], identity
@@ -268,25 +268,25 @@ def _slot(kernel, position, key, target):
     arg = next(arg for arg in kernel.args if arg.name == name)
     if attribute in ("dtype", "type"):
         index, read = _arg_dtype_source(arg, position)
-        if attribute == "dtype" or arg.kind not in (POINTER, TENSORDESC):
+        if attribute == "dtype" or not arg.rules.addressed:
             return _Slot((index,), lambda current: read(current[index]))
-        if arg.kind == POINTER:
-            return _Slot((index,), lambda current: "*" + read(current[index]))
+        if not arg.rules.has_block:
+            return _Slot((index,), lambda current: arg.rules.triton_type(Binding(name, arg.kind, read(current[index]))))
         blocks = [dim if isinstance(dim, int) else _field_source(kernel, position, dim) for dim in arg.block]
         deps = (index,) + tuple(dim[0] for dim in blocks if not isinstance(dim, int))
 
         def descriptor_type(current):
-            dims = [dim if isinstance(dim, int) else dim[1](current[dim[0]]) for dim in blocks]
-            return f"tensordesc<{read(current[index])}[{', '.join(map(str, dims))}]>"
+            dims = tuple(dim if isinstance(dim, int) else dim[1](current[dim[0]]) for dim in blocks)
+            return arg.rules.triton_type(Binding(name, arg.kind, read(current[index]), block=dims))
         return _Slot(deps, descriptor_type)
     if attribute in ("align", "none"):
-        if arg.kind != POINTER:
+        if not arg.rules.has_align:
             return _Slot((), lambda current, value=(False if attribute == "none" else None): value)
         index, read = _arg_align_source(arg, position)
         if attribute == "none":
             return _Slot((index,), lambda current: read(current[index]) == POINTER_NONE)
         return _Slot((index,), lambda current: None if read(current[index]) == POINTER_NONE else read(current[index]))
-    if arg.kind != INT:  # hint
+    if not arg.rules.has_hint:
         return _Slot((), lambda current: None)
     index = position[("hint", name)]
     return _Slot((index,), lambda current: current[index])
@@ -440,14 +440,14 @@ def _resolve(kernel, position, values):
         dtype = read(values[index])
         align = hint = block = None
         none = False
-        if arg.kind == POINTER:
+        if arg.rules.has_align:
             index, read = _arg_align_source(arg, position)
             choice = read(values[index])
             none = choice == POINTER_NONE
             align = 0 if choice in (ALIGN_ANY, POINTER_NONE) else 16
-        if arg.kind == INT:
+        if arg.rules.has_hint:
             hint = _MANIFEST_HINTS[values[position[("hint", arg.name)]]]
-        if arg.kind == TENSORDESC:
+        if arg.rules.has_block:
             block = tuple(dim if isinstance(dim, int) else _field_value(kernel, position, values, dim)
                           for dim in arg.block)
         bindings.append(Binding(arg.name, arg.kind, dtype, align=align, hint=hint, block=block, none=none,
@@ -523,18 +523,6 @@ def _abbreviations(fields):
     return {name: (abbreviation if counts[abbreviation] == 1 else name) for name, abbreviation in short.items()}
 
 
-def _binding_token(binding, arg):
-    if binding.none:
-        return "none"
-    if binding.kind == POINTER:
-        return binding.type + ("a16" if binding.align == 16 else "")
-    if binding.kind == INT:
-        if binding.launch_only and len(arg.choices) == 1:
-            return None
-        return binding.type + {16: "d16", 1: "eq1", 0: ""}[binding.hint]
-    return binding.type
-
-
 def _value_token(value):
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -548,7 +536,7 @@ def _value_token(value):
 
 def _variant_id(kernel, bindings, config, abbreviations):
     args = {arg.name: arg for arg in kernel.args}
-    tokens = [kernel.name] + [token for token in (_binding_token(binding, args[binding.name]) for binding in bindings)
+    tokens = [kernel.name] + [token for token in (binding.rules.id_token(binding, args[binding.name]) for binding in bindings)
                               if token is not None]
     tokens += [abbreviations[name] + _value_token(value) for name, value in config.items()]
     return shorten_id("_".join(tokens))

@@ -7,6 +7,23 @@ import re
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
+def one_or_list(values):
+    """A spec value: the one value alone, else the list."""
+    values = list(values)
+    return values[0] if len(values) == 1 else values
+
+
+def unique(values):
+    """`values` without repeats, in order (True stays apart from 1)."""
+    seen, kept = set(), []
+    for value in values:
+        key = json.dumps(value, sort_keys=True, separators=(",", ":")) + type(value).__name__
+        if key not in seen:
+            seen.add(key)
+            kept.append(value)
+    return kept
+
+
 def render_spec(library, kernels, header=()):
     """TOML text of a spec: `library` is the [library] table; `kernels` a list of (table, comments,
     arg_comments), each table a [[kernel]] dict whose "args", "options" and "default" become

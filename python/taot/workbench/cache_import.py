@@ -28,9 +28,10 @@ from ..fsutil import canonical_json, write_if_changed
 from ..compile.ir_files import DEFAULT_MODE
 from ..compile.jobs import INPUTS_FORMAT, json_safe, variant_hash
 from ..library.manifest import artifact_dir, build_manifest, render
-from ..spec.model import BOOL, FLOAT, INT, POINTER, ArgSpec, ConfigField, KernelSpec, LibrarySpec
+from ..spec.arg_kinds import ARG_KINDS, SIGNATURE_SCALAR_TYPES
+from ..spec.model import INT, POINTER, ArgSpec, ConfigField, KernelSpec, LibrarySpec
 from ..spec.validate import OPTION_DEFAULTS, OPTION_KINDS, validate_spec
-from ..spec.writer import render_spec
+from ..spec.writer import one_or_list as _one_or_list, render_spec, unique as _unique
 from ..spec.targets import KNOWN_CAPABILITIES, Target
 from ..spec.variants import Binding, Variant, check_unique_ids, variant_id
 from ..triton_api import RELEASE, VERSION, versions
@@ -319,13 +320,10 @@ def _argument_value(param, signature, constant, divisible):
         dtype = signature[1:]
         if dtype not in DTYPES:
             raise _Inexact(f"{param.name} is a {signature} pointer, which a spec cannot name")
-        return ("pointer", dtype, 16 if divisible else "any", False)
-    if signature in ("i32", "i64"):
-        return ("int", signature, 16 if divisible else "none")
-    if signature in ("fp32", "fp64"):
-        return ("float", signature)
-    if signature in ("u1", "i1"):
-        return ("bool", "i1")
+        return (POINTER, dtype, 16 if divisible else "any", False)
+    if signature in SIGNATURE_SCALAR_TYPES:
+        kind, type_name = SIGNATURE_SCALAR_TYPES[signature]
+        return (kind.name, type_name, 16 if divisible else "none") if kind.has_hint else (kind.name, type_name)
     raise _Inexact(f"{param.name} has the Triton type {signature}, which a spec cannot give")
 
 
@@ -342,19 +340,20 @@ def _argument_spec(param, values):
         return {"constexpr": _one_or_list(sorted(constants))}
     if len(kinds) > 1:
         raise _Inexact(f"{param.name} is a {' and a '.join(sorted(kinds))} in different entries")
-    kind = kinds.pop()
-    if kind == "pointer":
-        dtypes = _unique([value[1] for value in values if not value[3]]) or ["fp32"]
-        aligns = sorted(_unique([value[2] for value in values if not value[3]]), key=str) or ["any"]
-        spec = {"type": _one_or_list(["*" + dtype for dtype in dtypes]), "align": _one_or_list(aligns)}
-        if any(value[3] for value in values):
-            spec["none"] = True
-        return spec
-    if kind == "int":
-        types = _unique([value[1] for value in values if value[1] is not None]) or ["i32"]
-        hints = sorted(_unique([value[2] for value in values]), key=str)
-        return {"type": _one_or_list(types), "hint": _one_or_list(hints)}
-    return {"type": _one_or_list(_unique([value[1] for value in values]))}
+    kind = ARG_KINDS[kinds.pop()]
+    return kind.spec_entry([_value_binding(param.name, kind, value) for value in values])
+
+
+def _value_binding(name, kind, value):
+    """The Binding an _argument_value tuple of a runtime parameter says."""
+    if kind.has_align:
+        return Binding(name, kind.name, value[1], align=16 if value[2] == 16 else 0, none=value[3])
+    if kind.has_hint:
+        return Binding(name, kind.name, value[1], hint=_BINDING_HINTS[value[2]])
+    return Binding(name, kind.name, value[1])
+
+
+_BINDING_HINTS = {16: 16, 1: 1, "none": 0}
 
 
 def _describe_options(entries, recovered, points):
@@ -555,7 +554,7 @@ def _ir_kernel(name, entries, grid, reason, function, spec_path, outdir, notes):
         for arg_name in order:
             parameter = present.get(arg_name)
             kind = next(iter(kinds[arg_name]))
-            if parameter is None and kind not in ("pointer", "int"):
+            if parameter is None and not (ARG_KINDS[kind].has_align or ARG_KINDS[kind].has_hint):
                 raise TaotError(f"cache entry {entry.label} lacks the {kind} argument {arg_name} that other entries of "
                                 f"{name} take: they come from different versions of the function")
             bindings.append(parameter)
@@ -564,11 +563,10 @@ def _ir_kernel(name, entries, grid, reason, function, spec_path, outdir, notes):
     for index, arg_name in enumerate(order):
         kind = next(iter(kinds[arg_name]))
         types = _unique([bindings[index].type for bindings in per_entry if bindings[index] is not None])
-        args.append(ArgSpec(arg_name, index, {"pointer": POINTER, "int": INT, "float": FLOAT, "bool": BOOL}[kind],
-                            tuple(types)))
+        args.append(ArgSpec(arg_name, index, ARG_KINDS[kind].name, tuple(types)))
     fields = _ir_option_fields(name, entries, notes)
     targets = tuple(_target(capability) for capability in sorted({entry.capability for entry in entries}))
-    int_args = [arg.name for arg in args if arg.kind == INT]
+    int_args = [arg.name for arg in args if arg.rules.grid_operand]
     int_fields = [field.name for field in fields if field.kind == INT]
     grid_text, trees = _parse_grid(name, grid, int_args, int_fields, reason)
     source = Path(entries[0].source_file or f"{name}.py")
@@ -671,7 +669,7 @@ def _ir_variants(kernel, entries, per_entry, outdir):
         counts[value] = counts.get(value, 0) + 1
     variants, placements, hashes = [], [], {}
     order = [target.name for target in kernel.targets]
-    ones = {arg.name for arg in kernel.args if arg.kind == INT}
+    ones = {arg.name for arg in kernel.args if arg.rules.has_hint}
     for key, group in sorted(groups.items(), key=lambda item: ids[item[0]] + item[1]["digest"]):
         identifier = ids[key] if counts[ids[key]] == 1 else f"{ids[key]}_{group['digest'][:8]}"
         values = {name: value for name, value in group["config"].items() if isinstance(value, int)}
@@ -702,35 +700,21 @@ def _note_alike(name, variants, notes):
 
 
 def _ir_binding(arg, parameter):
+    rules = arg.rules
     if parameter is None:  # compiled as a constant: None for a pointer, 1 for an int
-        if arg.kind == POINTER:
-            return Binding(arg.name, POINTER, arg.choices[0] if arg.choices else "fp32", align=0, none=True)
-        return Binding(arg.name, INT, arg.choices[0] if arg.choices else "i32", hint=1)
-    if arg.kind == POINTER:
-        return Binding(arg.name, POINTER, parameter.type, align=16 if parameter.divisibility == 16 else 0)
-    if arg.kind == INT:
-        return Binding(arg.name, INT, parameter.type, hint=16 if parameter.divisibility == 16 else 0)
-    return Binding(arg.name, arg.kind, parameter.type)
+        if rules.has_align:
+            return Binding(arg.name, arg.kind, arg.choices[0] if arg.choices else "fp32", align=0, none=True)
+        return Binding(arg.name, arg.kind, arg.choices[0] if arg.choices else "i32", hint=1)
+    divisible = 16 if parameter.divisibility == 16 else 0
+    return Binding(arg.name, arg.kind, parameter.type, align=divisible if rules.has_align else None,
+                   hint=divisible if rules.has_hint else None)
 
 
 def _ir_spec(name, kernel, variants, grid, entries, function, reason, spec_path):
     """The spec's table for a kernel imported from its IR: what is known, and comments for the rest."""
     args = {}
     for index, arg in enumerate(kernel.args):
-        bindings = [variant.bindings[index] for variant in variants]
-        if arg.kind == POINTER:
-            live = [binding for binding in bindings if not binding.none]
-            spec = {"type": _one_or_list(["*" + dtype for dtype in _unique([b.type for b in live]) or ["fp32"]]),
-                    "align": _one_or_list(sorted(_unique([16 if b.align == 16 else "any" for b in live]), key=str)
-                                          or ["any"])}
-            if len(live) < len(bindings):
-                spec["none"] = True
-        elif arg.kind == INT:
-            hints = sorted(_unique([{16: 16, 1: 1, 0: "none"}[binding.hint] for binding in bindings]), key=str)
-            spec = {"type": _one_or_list(_unique([binding.type for binding in bindings])), "hint": _one_or_list(hints)}
-        else:
-            spec = {"type": _one_or_list(_unique([binding.type for binding in bindings]))}
-        args[arg.name] = spec
+        args[arg.name] = arg.rules.spec_entry([variant.bindings[index] for variant in variants])
     arg_comments = {}
     if function is not None:
         ordered = {}
@@ -816,23 +800,8 @@ def plural(count, singular, plural_form=None):
     return f"{count} {singular if count == 1 else plural_form or singular + 's'}"
 
 
-def _one_or_list(values):
-    values = list(values)
-    return values[0] if len(values) == 1 else values
-
-
 def _as_list(value):
     return value if isinstance(value, list) else [value]
-
-
-def _unique(values):
-    seen, kept = set(), []
-    for value in values:
-        key = canonical_json(value) + type(value).__name__
-        if key not in seen:
-            seen.add(key)
-            kept.append(value)
-    return kept
 
 
 def parse_grid_option(text):

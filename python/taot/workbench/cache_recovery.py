@@ -10,6 +10,7 @@ import ast
 import dataclasses
 import textwrap
 
+from ..spec.arg_kinds import ARG_KINDS
 from ..triton_api import VERSION, jit
 from .triton_cache import element_types, integer_constants
 
@@ -245,7 +246,7 @@ def _slots(entry, function, pools):
 
 
 def _signature_types(parameter):
-    if parameter.kind == "pointer":
+    if ARG_KINDS[parameter.kind].addressed:
         types = ["*" + parameter.type]
         if parameter.type in _UNSIGNED:
             types.append("*" + _UNSIGNED[parameter.type])

@@ -7,6 +7,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..spec import arg_kinds
+from ..spec.arg_kinds import IR_SCALAR_TYPES
+
 # Triton names a cache entry's folder by the base32 of a SHA-256 (52 characters, no padding).
 ENTRY_FOLDER = re.compile(r"[A-Z2-7]{52}")
 GROUP_PREFIX = "__grp__"
@@ -19,8 +22,7 @@ REQUIRED = ("source", *IR_STAGES, "cubin")
 # unsigned types: an `i8` may have been `u8` in the Python signature.
 MLIR_DTYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "f8E4M3FN": "fp8e4nv",
                "f8E5M2": "fp8e5", "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64"}
-SCALAR_TYPES = {"i32": ("int", "i32"), "i64": ("int", "i64"), "f32": ("float", "fp32"), "f64": ("float", "fp64"),
-                "i1": ("bool", "i1")}
+SCALAR_TYPES = {ir_type: (kind.name, type_name) for ir_type, (kind, type_name) in IR_SCALAR_TYPES.items()}
 
 
 class CacheProblem(Exception):
@@ -260,7 +262,7 @@ def _parameter(arg_name, mlir_type, attributes, function):
         if dtype is None:
             raise CacheProblem(f"argument {arg_name} of @{function} points to {pointer.group(1)}, which a taot "
                                f"spec cannot name (dtypes: {', '.join(sorted(set(MLIR_DTYPES.values())))})")
-        return Parameter(arg_name, "pointer", dtype, divisibility)
+        return Parameter(arg_name, arg_kinds.POINTER.name, dtype, divisibility)
     if mlir_type in SCALAR_TYPES:
         kind, type_name = SCALAR_TYPES[mlir_type]
         return Parameter(arg_name, kind, type_name, divisibility)
