@@ -13,7 +13,7 @@ from .keypath import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
 from ..errors import SpecError
 from .. import triton_api
-from ..triton_api import compiler as triton_compiler
+from ..triton_api import compiler as triton_compiler, options as triton_options
 from .expressions import ExpressionProblem, grid_from_python, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
 from .arg_kinds import ARG_KINDS, SPEC_KEY_OWNERS
 from .model import ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, STRING, TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues
@@ -61,12 +61,10 @@ HINT_VALUES = (1, 16, HINT_NONE)
 MAX_RANK = 8
 MAX_TENSORDESC_RANK = 5  # TMA tensor maps have 1 to 5 dimensions
 
-# Triton options a spec may vary, with their config kind; each is a field of Triton's CUDAOptions.
-_VARIED_OPTIONS = {"num_warps": INT, "num_stages": INT, "num_ctas": INT, "maxnreg": INT,
-                   "enable_fp_fusion": BOOL, "enable_reflect_ftz": BOOL, "launch_cooperative_grid": BOOL,
-                   "launch_pdl": BOOL, "debug": BOOL, "sanitize_overflow": BOOL}
-# Those the installed Triton has (3.5 has no enable_reflect_ftz).
-OPTION_KINDS = {name: kind for name, kind in _VARIED_OPTIONS.items() if name in triton_compiler.option_fields()}
+# The options a spec may vary (triton_api/options.py) that the installed Triton has (3.5 has no
+# enable_reflect_ftz), with their config kind.
+OPTION_KINDS = {option.name: option.kind for option in triton_options.OPTIONS
+                if option.name in triton_compiler.option_fields()}
 # The installed Triton's values of the options a config entry may leave out (triton.Config's are the
 # same); maxnreg has none (no limit).
 OPTION_DEFAULTS = {name: triton_compiler.option_default(name) for name in OPTION_KINDS
@@ -812,7 +810,7 @@ def _options(node, args, typevars, targets, targets_overridden=False):
     options = {}
     for name in node.value:
         entry = node.key(name)
-        if name in _VARIED_OPTIONS and name not in OPTION_KINDS:
+        if name in triton_options.BY_NAME and name not in OPTION_KINDS:
             raise entry.error(f"an option of Triton {triton_api.VERSION}, which has no {name}",
                               f'"{name}" (one of ' + ", ".join(OPTION_KINDS) + ")")
         if name not in OPTION_KINDS:

@@ -12,13 +12,10 @@ from .keypath import describe
 from ..errors import SpecError
 from .expressions import ExpressionProblem, fold_grid
 from .arg_kinds import ARG_KINDS
+from ..triton_api.options import ABBREVIATIONS
 from .model import ALIGN_ANY, INT, POINTER_NONE
 
 MAX_ID_LENGTH = 100
-OPTION_ABBREVIATIONS = {"num_warps": "w", "num_stages": "s", "num_ctas": "c", "maxnreg": "r",
-                        "enable_fp_fusion": "fpfus", "enable_reflect_ftz": "ftz",
-                        "launch_cooperative_grid": "coop", "launch_pdl": "pdl", "debug": "dbg",
-                        "sanitize_overflow": "sov"}
 _MANIFEST_HINTS = {1: 1, 16: 16, "none": 0}
 COUNT_SECONDS = 1.0   # how long a refused spec may keep counting to give an exact figure
 
@@ -514,7 +511,7 @@ def _abbreviations(fields):
     short = {}
     for field in fields:
         if field.is_option and not field.is_constexpr:
-            short[field.name] = OPTION_ABBREVIATIONS.get(field.name, field.name)
+            short[field.name] = ABBREVIATIONS.get(field.name, field.name)
         else:
             short[field.name] = "".join(part[0] for part in field.name.split("_") if part) or field.name
     counts = {}

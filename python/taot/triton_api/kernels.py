@@ -3,8 +3,7 @@
 from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.jit import JITFunction
 
-# triton.Config's options, as Config.all_kwargs() passes them to the JIT (maxnreg only when set).
-CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+from .options import CONFIG_OPTIONS  # triton.Config's options (Config.all_kwargs() passes maxnreg only when set)
 
 
 def is_jit_function(value):

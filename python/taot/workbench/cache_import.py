@@ -35,12 +35,12 @@ from ..spec.writer import one_or_list as _one_or_list, render_spec, unique as _u
 from ..spec.targets import KNOWN_CAPABILITIES, Target
 from ..spec.variants import Binding, Variant, check_unique_ids, variant_id
 from ..triton_api import RELEASE, VERSION, versions
-from ..triton_api import compiler as triton_compiler
+from ..triton_api import compiler as triton_compiler, options as triton_options
 from ..triton_api import jit as triton_jit
 
 # Options every kernel's config lists (as Triton's JIT always sets them); the others only when some
 # entry was compiled with a value other than Triton's default.
-ALWAYS_OPTIONS = ("num_warps", "num_stages")
+ALWAYS_OPTIONS = triton_options.ALWAYS_LISTED
 STALE_CAUSES = ("it was compiled from another version of the function, by another Triton build or ptxas, or with "
                 "constexpr values that neither its IR nor the function's source shows")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -17,7 +17,7 @@ from ..compile import ir_files
 from ..errors import TaotError
 from ..compile.jobs import captured_output, diagnostic_lines, json_safe
 from ..spec.targets import Target, parse_target
-from ..triton_api import compiler as triton_compiler
+from ..triton_api import compiler as triton_compiler, options as triton_options
 from ..triton_api import ir
 
 
@@ -40,9 +40,9 @@ TRANSLATION_EXTENSION = "llir"
 DEFAULT_TARGET = "sm_90"
 DEFAULT_OPTION = "Triton's default"
 
-# Options a .ttgir fixes through its module attributes (as Triton reads them when compiling from one).
-_IR_OPTION_ATTRIBUTES = {"num_warps": "ttg.num-warps", "num_ctas": "ttg.num-ctas", "maxnreg": "ttg.maxnreg"}
-TUNABLE_OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg")
+# Options a .ttgir fixes through its module attributes, and those passes tunes (triton.Config's).
+_IR_OPTION_ATTRIBUTES = triton_options.IR_OPTION_ATTRIBUTES
+TUNABLE_OPTIONS = triton_options.CONFIG_OPTIONS
 # Options a compile's metadata holds that describe the machine that compiled it rather than the kernel
 # (the target is read on its own; library paths and override files are the compiling machine's).
 _MACHINE_OPTIONS = ("arch", "extern_libs", "ir_override")

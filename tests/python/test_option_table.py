@@ -1,0 +1,23 @@
+"""Triton's compile options as taot knows them are one table (python/taot/triton_api/options.py):
+the spec's option kinds and defaults, variant-id letters, triton.Config's options, the .ttgir
+attributes passes reads and the options import-cache always lists all come from it."""
+from taot.spec import validate, variants
+from taot.triton_api import compiler, kernels, options
+from taot.workbench import cache_import, passes
+
+
+def test_the_installed_triton_has_every_option_but_those_its_release_lacks():
+    missing = {option.name for option in options.OPTIONS} - compiler.option_fields()
+    assert missing <= {"enable_reflect_ftz"}, missing  # 3.5 has no enable_reflect_ftz
+    assert set(validate.OPTION_KINDS) == {option.name for option in options.OPTIONS} - missing
+
+
+def test_the_other_tables_are_the_option_tables():
+    assert list(validate.OPTION_KINDS) == [option.name for option in options.OPTIONS if option.name in
+                                           validate.OPTION_KINDS], "config fields follow the table's order"
+    assert kernels.CONFIG_OPTIONS == passes.TUNABLE_OPTIONS == ("num_warps", "num_stages", "num_ctas", "maxnreg")
+    assert set(passes._IR_OPTION_ATTRIBUTES) <= set(kernels.CONFIG_OPTIONS)
+    assert set(cache_import.ALWAYS_OPTIONS) <= set(kernels.CONFIG_OPTIONS)
+    abbreviations = [option.abbreviation for option in options.OPTIONS]
+    assert len(set(abbreviations)) == len(abbreviations), "variant ids tell every option apart"
+    assert variants.ABBREVIATIONS is options.ABBREVIATIONS
