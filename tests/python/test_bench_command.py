@@ -46,10 +46,32 @@ def test_errors_before_any_gpu_work(tmp_path):
 
 
 def test_a_library_whose_module_is_not_built_says_how_to_build_it(tmp_path):
-    (tmp_path / "manifest.json").write_text(json.dumps({"library": "vector_add", "kernels": []}))
+    (tmp_path / "manifest.json").write_text(json.dumps({"schema": "taot.manifest", "schema_version": 2,
+                                                        "library": "vector_add", "kernels": []}))
     with pytest.raises(TaotError, match="the Python module vector_add is not built.*--build-library"):
         load_library(tmp_path)
     assert manifest_kernels(tmp_path) == ("vector_add", {})
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ("[", "not valid JSON"),
+    ([], "expected a taot manifest (schema taot.manifest), got list"),
+    ({"library": "vector_add", "kernels": []}, "expected a taot manifest (schema taot.manifest), got None"),
+    ({"schema": "taot.manifest", "schema_version": 1, "library": "vector_add", "kernels": []},
+     "expected schema_version 2 (the version this taot reads), got 1"),
+    ({"schema": "taot.manifest", "schema_version": 2, "library": "vector_add",
+      "kernels": [{"name": "k", "args": [{"name": "x", "kind": "vector"}], "variants": []}]},
+     "expected args of k each with a name and a kind (pointer, int, float, bool, tensordesc, constexpr)"),
+])
+def test_every_reader_of_a_manifest_names_the_file_and_what_is_wrong(tmp_path, manifest, message):
+    from taot.library import overrides
+    from taot.library.built import read_manifest
+    path = tmp_path / "manifest.json"
+    path.write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    for read in (read_manifest, manifest_kernels, load_library, overrides.load_manifest):
+        with pytest.raises(TaotError) as error:
+            read(tmp_path)
+        assert str(error.value).startswith(f"{path}: ") and message in str(error.value), str(error.value)
 
 
 def test_variant_selection_and_shape_filters():

@@ -8,7 +8,7 @@ import sys
 from ..debug import check as engine
 from ..measure.benchfile import load_bench_file
 from ..errors import TaotError
-from ..library.built import MANIFEST, load_library
+from ..library.built import MANIFEST, load_library, read_manifest
 from .bench import add_where_argument, parse_where, shape_filter
 
 
@@ -46,7 +46,7 @@ def run(arguments):
     library = load_library(arguments.library, arguments.module_dir)
     if library.folder is None:
         raise TaotError(f"{arguments.library}: checking needs the library folder (its {MANIFEST})")
-    manifest = json.loads((library.folder / MANIFEST).read_text())
+    manifest = read_manifest(library.folder)
     bench_file.check_library(library.name, library.kernel_names())
     results = engine.run_check(library, manifest, bench_file, kernels=arguments.kernel, variants=arguments.selection,
                                against=arguments.against, device=arguments.device,

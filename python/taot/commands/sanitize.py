@@ -11,6 +11,7 @@ from ..debug import sanitizer
 from ..cli import COMMANDS
 from .. import IMPORT_ROOT
 from ..errors import TaotError
+from ..library.built import MANIFEST, read_manifest
 
 
 def add_arguments(parser):
@@ -61,9 +62,9 @@ def library_functions(program):
     """For `check LIBRARY ...`: the library's kernel function names (findings elsewhere, such as an
     initcheck report on torch copying an uninitialised output to restore it later, are the harness's
     and do not fail the run); None for any other command, whose every finding counts."""
-    if len(program) < 2 or program[0] != "check" or not (Path(program[1]) / "manifest.json").is_file():
+    if len(program) < 2 or program[0] != "check" or not (Path(program[1]) / MANIFEST).is_file():
         return None
-    manifest = json.loads((Path(program[1]) / "manifest.json").read_text())
+    manifest = read_manifest(program[1])
     return {kernel["function"] for kernel in manifest["kernels"]}
 
 
@@ -72,11 +73,11 @@ def variant_runs(program):
     kernels named by --kernel, else all)."""
     arguments = program[1:]
     library = arguments[0] if arguments else None
-    if library is None or library.startswith("-") or not (Path(library) / "manifest.json").is_file():
+    if library is None or library.startswith("-") or not (Path(library) / MANIFEST).is_file():
         raise TaotError(f"--per-variant: give the library folder first, `taot sanitize --per-variant -- check LIBRARY "
                         f"--bench FILE ...` (got: {' '.join(arguments)})")
     kernels = [arguments[i + 1] for i, a in enumerate(arguments[:-1]) if a == "--kernel"]
-    manifest = json.loads((Path(library) / "manifest.json").read_text())
+    manifest = read_manifest(library)
     kept, skip = [], False
     for argument in arguments:  # drop any --variants the user gave
         if skip:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..measure.bench import ArgumentCache
 from .. import IMPORT_ROOT
 from ..errors import TaotError
+from ..library.built import read_manifest
 from ..spec.arg_kinds import manifest_kind
 from ..spec.expressions import run_program
 from ..measure.calls import output_difference
@@ -214,7 +215,7 @@ def _interpreter_child(folder, kernel_name, inputs, outputs):
 
     from ..triton_api.interpreter import index_scalars_as_numpy_2_4_allows
     index_scalars_as_numpy_2_4_allows()
-    manifest = json.loads((Path(folder) / "manifest.json").read_text())
+    manifest = read_manifest(folder)
     manifest_kernel = next(k for k in manifest["kernels"] if k["name"] == kernel_name)
     saved = torch.load(inputs)
     JitKernel(folder, manifest_kernel, interpret=True).launch(saved["variant"], saved["config"], saved["args"], saved["num_sms"])

@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 from ..errors import TaotError
-from ..spec.arg_kinds import manifest_kind
+from ..spec.arg_kinds import MANIFEST_KINDS, manifest_kind
 
 MANIFEST = "manifest.json"
+SCHEMA = "taot.manifest"  # the manifest's "schema", and its "schema_version" (docs/manifest.md)
+SCHEMA_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,20 +68,49 @@ def kernel_infos(manifest):
     return infos
 
 
-def manifest_kernels(folder):
-    """(library name, {kernel: KernelInfo}) from FOLDER/manifest.json, without loading the module."""
+def read_manifest(folder, advice="give the output folder of `taot build SPEC --python --build-library`"):
+    """FOLDER/manifest.json as a build wrote it (docs/manifest.md), its schema checked: schema
+    taot.manifest of SCHEMA_VERSION, a library name, kernels each with a name, args of known kinds
+    and variants. TaotError naming the file otherwise (`advice` says what to give when
+    there is no file)."""
     path = Path(folder) / MANIFEST
     try:
         manifest = json.loads(path.read_text())
     except FileNotFoundError:
-        raise TaotError(f"{folder}: no {MANIFEST} here; give the output folder of `taot build SPEC --python "
-                        f"--build-library`") from None
+        raise TaotError(f"{folder}: no {MANIFEST} here; {advice}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise TaotError(f"{path}: cannot be read ({error})") from None
     except json.JSONDecodeError as error:
         raise TaotError(f"{path}: not valid JSON: {error}") from None
+
+    def expect(ok, expected, got):
+        if not ok:
+            raise TaotError(f"{path}: expected {expected}, got {got}")
+
+    expect(isinstance(manifest, dict), f"a taot manifest (schema {SCHEMA})", type(manifest).__name__)
+    expect(manifest.get("schema") == SCHEMA, f"a taot manifest (schema {SCHEMA})", manifest.get("schema"))
+    expect(manifest.get("schema_version") == SCHEMA_VERSION,
+           f"schema_version {SCHEMA_VERSION} (the version this taot reads)", manifest.get("schema_version"))
     name = manifest.get("library")
-    if not isinstance(name, str) or not name.isidentifier():
-        raise TaotError(f"{path}: not a taot manifest (no library name)")
-    return name, kernel_infos(manifest)
+    expect(isinstance(name, str) and name.isidentifier(), "a library name", repr(name))
+    kernels = manifest.get("kernels")
+    expect(isinstance(kernels, list), "a list of kernels", type(kernels).__name__)
+    for index, kernel in enumerate(kernels):
+        where = f"kernels[{index}]"
+        expect(isinstance(kernel, dict) and isinstance(kernel.get("name"), str), f"{where} with a name",
+               repr(kernel)[:80])
+        expect(isinstance(kernel.get("args"), list) and isinstance(kernel.get("variants"), list),
+               f"{where} ({kernel['name']}) with lists of args and variants", sorted(kernel))
+        for arg in kernel["args"]:
+            expect(isinstance(arg, dict) and isinstance(arg.get("name"), str) and arg.get("kind") in MANIFEST_KINDS,
+                   f"args of {kernel['name']} each with a name and a kind ({', '.join(MANIFEST_KINDS)})", repr(arg)[:80])
+    return manifest
+
+
+def manifest_kernels(folder):
+    """(library name, {kernel: KernelInfo}) from FOLDER/manifest.json, without loading the module."""
+    manifest = read_manifest(folder)
+    return manifest["library"], kernel_infos(manifest)
 
 
 def load_library(where, module_dir=None):
@@ -138,9 +169,8 @@ def _importable(name):
     infos = {}
     module_path = Path(getattr(module, "__file__", "") or ".")
     for candidate in (module_path.parent, module_path.parent.parent):
-        manifest_path = candidate / MANIFEST
-        if manifest_path.is_file():
-            manifest = json.loads(manifest_path.read_text())
+        if (candidate / MANIFEST).is_file():
+            manifest = read_manifest(candidate)
             if manifest.get("library") == name:
                 folder, infos = candidate, kernel_infos(manifest)
                 break

@@ -15,8 +15,7 @@ from ..spec.expressions import rule_program
 from ..spec.model import DTYPE
 from ..spec.targets import Target
 
-SCHEMA = "taot.manifest"
-SCHEMA_VERSION = 2
+from .built import SCHEMA, SCHEMA_VERSION
 
 
 def relative(path, base):

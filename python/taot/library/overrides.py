@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compile import artifacts, ir_files
+from .built import MANIFEST, read_manifest
 from ..errors import TaotError
 from ..fsutil import write_atomically, write_if_changed
 from ..workbench.rebuild import STAGES, Reference
@@ -21,7 +22,6 @@ from ..spec.targets import parse_target
 ROOT = "overrides"
 RECORD = "override.json"
 RECORD_FORMAT = 1
-MANIFEST = "manifest.json"
 
 
 class OverrideDamaged(TaotError):
@@ -231,17 +231,7 @@ class Located:
 
 
 def load_manifest(outdir):
-    path = Path(outdir) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise TaotError(f"{path}: no such file (expected a folder `taot build` or `taot compile` wrote)") from None
-    except ValueError as error:
-        raise TaotError(f"{path}: not JSON ({error})") from None
-    if not isinstance(manifest, dict) or manifest.get("schema") != "taot.manifest":
-        raise TaotError(f"{path}: expected a taot manifest (schema taot.manifest), got "
-                        f"{manifest.get('schema') if isinstance(manifest, dict) else type(manifest).__name__}")
-    return manifest
+    return read_manifest(outdir, "give a folder `taot build` or `taot compile` wrote")
 
 
 def locate(outdir, variant_id, target_text=None):
