@@ -10,14 +10,12 @@ import pytest
 
 
 def example_hooks(folder):
-    """pytest_configure and pytest_pycollect_makemodule for the example in `folder`: register the
-    `gpu` marker, and before pytest imports one of the folder's test files, put the folder first on
-    sys.path and forget same-named modules (jit, aot, reference, configs) that another example's
-    tests imported, so that one pytest session can collect several examples."""
+    """pytest_pycollect_makemodule for the example in `folder`: before pytest imports one of the
+    folder's test files, put the folder first on sys.path and forget same-named modules (jit, aot,
+    reference, configs) that another example's tests imported, so that one pytest session can
+    collect several examples. (The `gpu` marker and the build_module fixture come from
+    tests/gpu_modules.py, through the repo's conftest.py.)"""
     folder = Path(folder).resolve()
-
-    def pytest_configure(config):
-        config.addinivalue_line("markers", "gpu: needs torch and a CUDA GPU (skipped otherwise)")
 
     def pytest_pycollect_makemodule():
         for path in folder.glob("*.py"):
@@ -29,7 +27,7 @@ def example_hooks(folder):
             sys.path.insert(0, str(folder))
 
     sys.path.insert(0, str(folder))
-    return pytest_configure, pytest_pycollect_makemodule
+    return pytest_pycollect_makemodule
 
 
 def torch_and_skip_reason(capability_ok=None, why=""):
@@ -47,7 +45,8 @@ def torch_and_skip_reason(capability_ok=None, why=""):
 
 
 def gpu_marks(skip_reason):
-    """The `pytestmark` of a GPU test file: marked `gpu`, skipped for `skip_reason` when there is one."""
+    """The `pytestmark` of a GPU test file: marked `gpu`, skipped for `skip_reason` when there is one
+    (the `gpu` marker alone skips without a CUDA GPU; `skip_reason` may also name a capability)."""
     return [pytest.mark.gpu, pytest.mark.skipif(skip_reason is not None, reason=skip_reason or "")]
 
 

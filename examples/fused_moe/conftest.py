@@ -1,4 +1,4 @@
-# pytest setup for the fused MoE example: the `gpu` marker, and this folder first on sys.path (the tests
+# pytest setup for the fused MoE example: this folder first on sys.path (the tests
 # import moe_kernels, jit, aot and reference from here); see ../example_support.py.
 import sys
 from pathlib import Path
@@ -6,4 +6,4 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from example_support import example_hooks  # noqa: E402 (after the path it is found on)
 
-pytest_configure, pytest_pycollect_makemodule = example_hooks(Path(__file__).parent)
+pytest_pycollect_makemodule = example_hooks(Path(__file__).parent)

@@ -1,25 +1,30 @@
 # GPU tests of the MoE layer through the taot library (aot.py): against the plain-torch reference
 # and against the same kernels through Triton JIT; the GEMM's tile config from the tuned table baked
 # into the library, for every M from 1 to 8192 the one vLLM's rule picks from the same file. The
-# module `fused_moe` (taot build fused_moe.toml --python) must be on PYTHONPATH; scripts/gpu_suite.sh
-# builds it. Skipped without torch or a GPU.
+# module `fused_moe` is built from fused_moe.toml by the build_module fixture (tests/gpu_modules.py).
+# Skipped without torch or a GPU.
 import json
+from pathlib import Path
 
 import pytest
 
 import test_fused_moe_gpu as base
 from example_support import chosen, gpu_marks  # on sys.path through conftest.py
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
 from test_fused_moe_gpu import SKIP_REASON
 
 pytestmark = gpu_marks(SKIP_REASON)
+HERE = Path(__file__).resolve().parent
 
 if SKIP_REASON is None:
     import torch
 
     import aot
-    import fused_moe as library  # the generated module
     import jit as moe_jit
     import reference as ref
+
+library = None  # the generated module, set by fused_moe_module
+fused_moe_module = module_fixture(HERE / "fused_moe.toml", bind="library")
 
 
 def run(layer, use_fp8, config, launch_aot):

@@ -1,23 +1,29 @@
-# GPU tests of the layer norm example through the taot module (aot.py, module `layer_norm` from
-# `taot build layer_norm.toml --python` on PYTHONPATH; scripts/gpu_examples.sh builds it): against the
+# GPU tests of the layer norm example through the taot module (aot.py, module `layer_norm` that the
+# build_module fixture of tests/gpu_modules.py builds from layer_norm.toml): against the
 # fp64 reference, against the same kernel through Triton JIT, automatic selection for every row
 # length from 1 to the largest block (the config Triton's heuristics give, a correct result) and the
 # error past it, every compiled variant by index, the runtime's dispatch errors, CUDA graphs. Skipped
 # without torch or a GPU.
+from pathlib import Path
+
 import pytest
 
 import test_layer_norm_gpu as base
 from example_support import RowSweep, chosen, gpu_marks  # on sys.path through conftest.py
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
 from test_layer_norm_gpu import SKIP_REASON
 
 pytestmark = gpu_marks(SKIP_REASON)
+HERE = Path(__file__).resolve().parent
 
 if SKIP_REASON is None:
     import torch
 
     import aot
     import jit
-    import layer_norm as library  # the generated module
+
+library = None  # the generated module, set by layer_norm_module
+layer_norm_module = module_fixture(HERE / "layer_norm.toml", bind="library")
 
 
 def variant_launch(index):

@@ -1,6 +1,6 @@
 # GPU tests of the matmul example through the taot modules (aot.py; modules `matmul` and
-# `matmul_fp8` from `taot build matmul.toml --python` and `taot build matmul_fp8.toml --python` on
-# PYTHONPATH; scripts/gpu_examples.sh builds them): against the fp64 reference and the same kernel
+# `matmul_fp8` that the build_module fixture of tests/gpu_modules.py builds from matmul.toml and
+# matmul_fp8.toml): against the fp64 reference and the same kernel
 # through Triton JIT, every compiled variant by index, the tiles of more than 100 KiB of shared
 # memory by exact config keywords (and what the manifest says of their shared memory), the
 # runtime's dispatch errors, CUDA graphs. Skipped without torch or an sm_90 GPU.
@@ -13,17 +13,22 @@ import pytest
 import configs
 import test_matmul_gpu as base
 from example_support import gpu_marks  # on sys.path through conftest.py
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
 from test_matmul_gpu import SKIP_REASON
 
 pytestmark = gpu_marks(SKIP_REASON)
+HERE = Path(__file__).resolve().parent
 
 if SKIP_REASON is None:
     import torch
 
     import aot
     import jit
-    import matmul as library  # the generated module of matmul.toml
-    import matmul_fp8 as library_fp8  # the generated module of matmul_fp8.toml
+
+library = None  # the generated module of matmul.toml, set by matmul_module
+matmul_module = module_fixture(HERE / "matmul.toml", bind="library")
+library_fp8 = None  # the generated module of matmul_fp8.toml, set by matmul_fp8_module
+matmul_fp8_module = module_fixture(HERE / "matmul_fp8.toml", bind="library_fp8")
 
 
 def module_for(kind):

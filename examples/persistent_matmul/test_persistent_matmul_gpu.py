@@ -1,8 +1,8 @@
-# GPU tests of the persistent matmul example: the taot module (aot.py; module `persistent_matmul` from
-# `taot build persistent_matmul.toml -o OUT --python` and CMake, OUT/build on PYTHONPATH;
-# scripts/gpu_examples.sh builds it) against torch.matmul and against the same kernel through Triton
-# JIT (jit.py), for every compiled config; plus a benchmark printed with -s. Every test is marked
-# `gpu` and skipped without torch or an sm_90 GPU.
+# GPU tests of the persistent matmul example: the taot module (aot.py; module `persistent_matmul` that
+# the build_module fixture of tests/gpu_modules.py builds from persistent_matmul.toml) against
+# torch.matmul and against the same kernel through Triton JIT (jit.py), for every compiled config;
+# plus a benchmark printed with -s. Every test is marked `gpu` and skipped without torch or an sm_90
+# GPU.
 #
 #   pytest examples/persistent_matmul -m gpu -v -s
 import json
@@ -13,16 +13,21 @@ from pathlib import Path
 import pytest
 
 from example_support import gpu_marks, torch_and_skip_reason  # on sys.path through conftest.py
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
 
 torch, SKIP_REASON = torch_and_skip_reason(lambda capability: capability == (9, 0),
                                            "the library is compiled for sm_90 only (H100 / H200)")
 pytestmark = gpu_marks(SKIP_REASON)
+HERE = Path(__file__).resolve().parent
 
 import aot  # noqa: E402  (torch only at call time)
 
 if SKIP_REASON is None:
     import jit
-    import persistent_matmul as library  # the generated module of persistent_matmul.toml
+
+library = None  # the generated module of persistent_matmul.toml, set by persistent_matmul_module
+persistent_matmul_module = module_fixture(HERE / "persistent_matmul.toml", bind="library")
+
 
 SHAPES = [(128, 128, 128), (1000, 1024, 512), (4096, 4096, 4096), (8192, 8192, 8192)]
 BF16_TOLERANCE = 1e-2           # ||C - torch.matmul|| / ||torch.matmul||, Frobenius

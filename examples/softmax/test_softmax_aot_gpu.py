@@ -1,23 +1,29 @@
-# GPU tests of the softmax example through the taot module (aot.py, module `softmax` from
-# `taot build softmax.toml --python` on PYTHONPATH; scripts/gpu_examples.sh builds it): against the
+# GPU tests of the softmax example through the taot module (aot.py, module `softmax` that the
+# build_module fixture of tests/gpu_modules.py builds from softmax.toml): against the
 # fp64 reference, against the same kernel through Triton JIT, automatic selection for every row
 # length from 1 to the largest block (the config Triton's heuristics give, a correct result) and the
 # error past it, every compiled variant by index, the runtime's dispatch errors, streams and CUDA
 # graphs. Skipped without torch or a GPU.
+from pathlib import Path
+
 import pytest
 
 import test_softmax_gpu as base
 from example_support import RowSweep, chosen, gpu_marks  # on sys.path through conftest.py
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
 from test_softmax_gpu import SKIP_REASON
 
 pytestmark = gpu_marks(SKIP_REASON)
+HERE = Path(__file__).resolve().parent
 
 if SKIP_REASON is None:
     import torch
 
     import aot
     import jit
-    import softmax as library  # the generated module
+
+library = None  # the generated module, set by softmax_module
+softmax_module = module_fixture(HERE / "softmax.toml", bind="library")
 
 
 def variant_launch(index):

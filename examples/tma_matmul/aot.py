@@ -53,7 +53,7 @@ def pick_config(mode, M, N, sms):
     """The config of a call when none is given: 128 x 256 tiles (4 stages) when they give every SM
     at least one tile, else 128 x 128 tiles (4 stages); fp8 without fast accumulation has only
     128 x 128 tiles (a second accumulator per 128 x 256 tile would spill).
-    scripts/gpu_examples.sh prints every config's throughput: the [tma matmul] lines."""
+    The GPU tests print every config's throughput with -s: the [tma matmul] lines."""
     wide = [c for c in CONFIGS[mode] if c["BLOCK_N"] == 256 and c["num_stages"] == 4]
     narrow = [c for c in CONFIGS[mode] if c["BLOCK_N"] == 128 and c["num_stages"] == 4]
     if wide and -(-M // 128) * -(-N // 256) >= sms:

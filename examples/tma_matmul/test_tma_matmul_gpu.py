@@ -1,29 +1,36 @@
-# GPU tests of the TMA matmul example: the taot module (aot.py; module `tma_matmul` from `taot build
-# tma_matmul.toml -o OUT --python` and CMake, OUT/build on PYTHONPATH; scripts/gpu_examples.sh builds it)
-# against cuBLAS (torch.matmul for bf16, torch._scaled_mm with unit scales for fp8) and the fp64
-# product, and against the same kernel through Triton JIT (jit.py, TensorDescriptor arguments), for
-# every compiled config and mode (bf16, fp8, fp8 with fast accumulation); descriptors given to the
-# module as TensorDescriptor objects; plus a benchmark printed with -s. Every test is marked `gpu` and
-# skipped without torch or an sm_90 GPU.
+# GPU tests of the TMA matmul example: the taot module (aot.py; module `tma_matmul` that the
+# build_module fixture of tests/gpu_modules.py builds from tma_matmul.toml) against cuBLAS
+# (torch.matmul for bf16, torch._scaled_mm with unit scales for fp8) and the fp64 product, and against
+# the same kernel through Triton JIT (jit.py, TensorDescriptor arguments), for every compiled config
+# and mode (bf16, fp8, fp8 with fast accumulation); descriptors given to the module as
+# TensorDescriptor objects; plus a benchmark printed with -s. Every test is marked `gpu` and skipped
+# without torch or an sm_90 GPU.
 #
 #   pytest examples/tma_matmul -m gpu -v -s
 import functools
 import statistics
 import zlib
 
+from pathlib import Path
+
 import pytest
 
 from example_support import gpu_marks, torch_and_skip_reason  # on sys.path through conftest.py
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
 
 torch, SKIP_REASON = torch_and_skip_reason(lambda capability: capability == (9, 0),
                                            "the library is compiled for sm_90 only (H100 / H200)")
 pytestmark = gpu_marks(SKIP_REASON)
+HERE = Path(__file__).resolve().parent
 
 import aot  # noqa: E402  (torch only at call time)
 
 if SKIP_REASON is None:
     import jit
-    import tma_matmul as library  # the generated module of tma_matmul.toml
+
+library = None  # the generated module of tma_matmul.toml, set by tma_matmul_module
+tma_matmul_module = module_fixture(HERE / "tma_matmul.toml", bind="library")
+
 
 # Ragged shapes (M, N, K not multiples of the tiles; N and K multiples of 16), LLM projections (M
 # tokens in {16, 128, 4096}, N = K hidden) and the benchmark's shapes.

@@ -1,10 +1,6 @@
-# pytest setup for the kernels-as-written tests: this folder first on sys.path (kernels, jit), the
-# `gpu` marker.
+# pytest setup for the kernels-as-written tests: this folder first on sys.path (kernels, jit). The
+# `gpu` marker and the build_module fixture come from tests/gpu_modules.py (the repo's conftest.py).
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs torch and a CUDA GPU (skipped otherwise)")

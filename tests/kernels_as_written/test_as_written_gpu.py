@@ -1,25 +1,24 @@
-# GPU tests: every kernel of kernels.py through the taot module `as_written` (`taot build kernels.toml
-# --python`; scripts/gpu_suite.sh builds it) against the same kernel through Triton's JIT, launched as
+# GPU tests: every kernel of kernels.py through the taot module `as_written` (kernels.toml, built by
+# the build_module fixture of tests/gpu_modules.py) against the same kernel through Triton's JIT, launched as
 # its users launch it (jit.py), bitwise, over ragged shapes. The spec specializes pointers and ints as
 # the JIT does (16-byte aligned tensors, %16 strides where they are): a variant compiled without the
 # alignment can round a reduction differently. A module compiled by another Triton release than the
-# JIT's is compared within rounding instead (scripts/gpu_versions.sh). Skipped without torch or a GPU.
+# JIT's is compared within rounding instead (`scripts/gpu.sh versions`). Skipped without torch or a GPU.
 import pytest
 
-try:
-    import torch
-    SKIP_REASON = None if torch.cuda.is_available() else "needs a CUDA GPU"
-except ImportError:
-    SKIP_REASON = "needs torch"
+from gpu_modules import module_fixture, torch_if_installed  # tests/gpu_modules.py, through the repo's conftest.py
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
+torch = torch_if_installed()
+pytestmark = pytest.mark.gpu
 
-if SKIP_REASON is None:
+if torch is not None:
     import triton
 
-    import as_written  # the generated module
     import jit
     import kernels
+
+as_written = None  # the generated module, set by as_written_module
+as_written_module = module_fixture("tests/kernels_as_written/kernels.toml", bind="as_written")
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 
@@ -33,7 +32,7 @@ def _release(version):
 
 
 def _library_triton():
-    """The Triton that compiled the module's images (scripts/gpu_versions.sh runs libraries compiled by
+    """The Triton that compiled the module's images (`scripts/gpu.sh versions` runs libraries compiled by
     other releases against this machine's JIT)."""
     listing = next(name for name in dir(as_written) if name.endswith("_variants"))
     return getattr(as_written, listing)()[0]["images"][0]["triton_version"]

@@ -1,21 +1,18 @@
 # Kernels whose launch depends on the device, on every GPU of the host at once, one thread per GPU:
 # bias_act (variants with images for different targets: selection by the device's arch) and
 # persistent_scale (its grid reads each device's multiprocessor count), against torch. Needs two or
-# more GPUs (scripts/gpu_multi.sh runs it); skipped otherwise.
+# more GPUs (`scripts/gpu.sh multi` runs it); skipped otherwise.
 import threading
 
 import pytest
 
-try:
-    import torch
-    SKIP_REASON = None if torch.cuda.is_available() and torch.cuda.device_count() >= 2 else "needs 2 or more GPUs"
-except ImportError:
-    SKIP_REASON = "needs torch"
+from gpu_modules import module_fixture, torch_if_installed  # tests/gpu_modules.py, through the repo's conftest.py
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")]
+torch = torch_if_installed()
+pytestmark = pytest.mark.gpu(count=2)
 
-if SKIP_REASON is None:
-    import as_written  # the generated module
+as_written = None  # the generated module, set by as_written_module
+as_written_module = module_fixture("tests/kernels_as_written/kernels.toml", bind="as_written")
 
 
 def test_device_dependent_kernels_on_every_gpu_at_once():

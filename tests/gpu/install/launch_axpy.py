@@ -1,5 +1,5 @@
 """The axpy module that a project outside the tree built with the installed taot (taot_add_library,
-scripts/gpu_install.sh) launches on the GPU and agrees with torch."""
+`scripts/gpu.sh install WHEEL`) launches on the GPU and agrees with torch."""
 import axpy
 import torch
 

@@ -1,14 +1,20 @@
 """GPU tests of launches beyond cuLaunchKernel, through the generated module of
-launch_features.toml (on PYTHONPATH; scripts/gpu_suite.sh builds it): global scratch from the
+launch_features.toml (built by the build_module fixture, tests/gpu_modules.py): global scratch from the
 per-stream pool (also inside a captured CUDA graph, with and without a reservation), a cluster
 kernel, programmatic dependent launch, a cooperative grid (including one too large), and host-side
 tensor descriptors (TMA maps from whole tensors, views and Triton's TensorDescriptor objects,
 zero and NaN padding, rank 3, errors, graph capture)."""
 import re
 
-import torch
+import pytest
 
-import launch_features as lf
+from gpu_modules import module_fixture, torch_if_installed  # tests/gpu_modules.py, through the repo's conftest.py
+
+torch = torch_if_installed()
+pytestmark = pytest.mark.gpu
+
+lf = None  # the generated module, set by launch_features_module
+launch_features_module = module_fixture("tests/gpu/launch_features/launch_features.toml", bind="lf")
 
 
 def test_device_descriptors_get_global_scratch():

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds and runs tests/gpu/mixed_versions on a GPU machine: vector_add compiled here by this
-# machine's Triton (taot binary: TAOT_BIN, default .carry/bin/taot), launch_features of the newest
-# release in SOURCES (scripts/gpu_versions.sh run unpacks them there). Usage: run.sh WORK_DIR SOURCES
+# machine's Triton (taot binary: TAOT_BIN, default build/tools/taot/taot), launch_features of the
+# newest release in SOURCES/VERSION/ (`scripts/gpu.sh versions run` unpacks them there).
+# Usage: run.sh WORK_DIR SOURCES
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 work=$1
 mkdir -p "$work"
 other=$(ls -d "$2"/*/launch_features | sort -V | tail -1)
-"${TAOT_BIN:-$root/.carry/bin/taot}" build "$root/examples/vector_add/vector_add.toml" -o "$work/vector_add" --quiet
+"${TAOT_BIN:-$root/build/tools/taot/taot}" build "$root/examples/vector_add/vector_add.toml" -o "$work/vector_add" --quiet
 python3 - "$work/vector_add/manifest.json" "$other/manifest.json" <<'EOF'
 import json, sys
 releases = []

@@ -1,5 +1,5 @@
-"""`taot check` on a GPU through the command line, on the vector_add and matmul libraries that
-scripts/gpu_measure.sh builds into $TAOT_GPU_WORK: every variant against Triton's JIT (bitwise),
+"""`taot check` on a GPU through the command line, on the vector_add and matmul libraries (the
+build_module fixture of tests/gpu_modules.py builds them): every variant against Triton's JIT (bitwise),
 against the bench file's reference, and against Triton's interpreter on the CPU; and a mismatch
 found and located (a bench file whose reference is wrong on purpose)."""
 import json
@@ -9,8 +9,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
+
 ROOT = Path(__file__).resolve().parents[3]
-WORK = Path(os.environ.get("TAOT_GPU_WORK", ROOT / "build-gpu"))
+pytestmark = pytest.mark.gpu
+vector_add = module_fixture("examples/vector_add/vector_add.toml")
+matmul = module_fixture("examples/matmul/matmul.toml")
 
 
 def taot_check(*arguments):
@@ -31,41 +37,41 @@ def results_of(*arguments):
 VECTOR_ADD = ("--bench", ROOT / "examples/vector_add/bench_vector_add.py")
 
 
-def test_every_vector_add_variant_is_bitwise_equal_to_the_jit():
-    result, rows = results_of(WORK / "vector_add", *VECTOR_ADD, "--where", "n=4096,1048576")
+def test_every_vector_add_variant_is_bitwise_equal_to_the_jit(vector_add):
+    result, rows = results_of(vector_add.folder, *VECTOR_ADD, "--where", "n=4096,1048576")
     assert result.returncode == 0, result.stderr
     assert len(rows) >= 8 and all(row["status"] == "ok" and row["max_abs"] == 0 for row in rows)
     assert "checks passed against jit" in result.stdout
 
 
-def test_matmul_against_jit_and_reference():
+def test_matmul_against_jit_and_reference(matmul):
     where = ("--kernel", "matmul", "--where", "M=64,4096", "--where", "dtype=bf16")
-    result, rows = results_of(WORK / "matmul", "--bench", ROOT / "examples/matmul/bench_matmul.py", *where)
+    result, rows = results_of(matmul.folder, "--bench", ROOT / "examples/matmul/bench_matmul.py", *where)
     assert result.returncode == 0, result.stderr
     assert rows and all(row["status"] == "ok" for row in rows)
-    result, rows = results_of(WORK / "matmul", "--bench", ROOT / "examples/matmul/bench_matmul.py", *where,
+    result, rows = results_of(matmul.folder, "--bench", ROOT / "examples/matmul/bench_matmul.py", *where,
                               "--against", "reference", "--variants", "auto")
     assert result.returncode == 0, result.stderr
     assert len(rows) == 2 and all(row["status"] == "ok" and row["max_abs"] > 0 for row in rows)  # fp32 accumulation
 
 
-def test_vector_add_against_the_interpreter_on_the_cpu():
-    result, rows = results_of(WORK / "vector_add", *VECTOR_ADD, "--where", "n=4096", "--where", "dtype=fp32",
+def test_vector_add_against_the_interpreter_on_the_cpu(vector_add):
+    result, rows = results_of(vector_add.folder, *VECTOR_ADD, "--where", "n=4096", "--where", "dtype=fp32",
                               "--against", "interpreter", "--variants", "auto,0")
     assert result.returncode == 0, result.stderr
     assert len(rows) == 2 and all(row["status"] == "ok" for row in rows)
 
 
-def test_matmul_against_the_interpreter_on_the_cpu():
+def test_matmul_against_the_interpreter_on_the_cpu(matmul):
     """fp16 (Triton 3.6's interpreter computes bf16 on its bit patterns; docs/debug.md, Limits)."""
     where = ("--kernel", "matmul", "--where", "M=64", "--where", "dtype=fp16")
-    result, rows = results_of(WORK / "matmul", "--bench", ROOT / "examples/matmul/bench_matmul.py", *where,
+    result, rows = results_of(matmul.folder, "--bench", ROOT / "examples/matmul/bench_matmul.py", *where,
                               "--against", "interpreter", "--variants", "auto")
     assert result.returncode == 0, result.stderr
     assert len(rows) == 1 and rows[0]["status"] == "ok"
 
 
-def test_a_mismatch_is_reported_with_its_first_index():
+def test_a_mismatch_is_reported_with_its_first_index(vector_add):
     broken = Path(tempfile.mkdtemp()) / "bench_broken_add.py"
     broken.write_text(
         "import importlib.util\n"
@@ -77,7 +83,7 @@ def test_a_mismatch_is_reported_with_its_first_index():
         "    expected = x + y\n"
         "    expected[7] += 1.0\n"
         "    return expected\n")
-    result, rows = results_of(WORK / "vector_add", "--bench", broken, "--against", "reference", "--variants", "auto")
+    result, rows = results_of(vector_add.folder, "--bench", broken, "--against", "reference", "--variants", "auto")
     assert result.returncode == 1
     (row,) = rows
     assert row["status"] == "mismatch" and row["first_index"] == [7] and row["output"] == "output_ptr"

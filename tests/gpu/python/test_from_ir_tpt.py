@@ -4,7 +4,7 @@ swapped into the cache entry, and the same JIT program then computes x * 5 (no r
 hit loads the swapped kernel). The same edit through Triton's override directory, and through the
 generated library's Python module (x * 5 with the override, x * 3 again after --drop). Needs torch
 on a CUDA GPU, the taot binary ($TAOT_BIN, else build/tools/taot/taot of this checkout), CMake and
-nanobind. Runs under pytest or tests/gpu/run_python_tests.py."""
+nanobind."""
 import json
 import os
 import subprocess
@@ -13,7 +13,12 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-import torch
+import pytest
+
+from gpu_modules import torch_if_installed  # tests/gpu_modules.py, through the repo's conftest.py
+
+torch = torch_if_installed()
+pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[3]
 TAOT = os.environ.get("TAOT_BIN") or str(REPO / "build" / "tools" / "taot" / "taot")
@@ -92,7 +97,7 @@ def ratios(program, cwd, *arguments, **environment):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def build_module(root):
+def cmake_build_library(root):
     """Configure and build the generated library with its Python module into lib/build."""
     build = root / "lib" / "build"
     run(["cmake", "-S", root / "lib", "-B", build, "-DCMAKE_BUILD_TYPE=Release", f"-DTAOT_SOURCE_DIR={REPO}",
@@ -134,9 +139,9 @@ def test_edit_ir_loop_through_the_jit_cache_the_override_dir_and_the_library():
         run([TAOT, "from-ir", "times5.ttir", "--variant", variant, "-o", "lib"], root)
         kept = run([TAOT, "build", "scale.toml", "-o", "lib", "--python"], root)
         assert "kept the kernel taot from-ir rebuilt from an edited ttir" in kept.stderr
-        build = build_module(root)
+        build = cmake_build_library(root)
         module_path = os.pathsep.join(filter(None, [str(build), os.environ.get("PYTHONPATH")]))
         assert ratios(MODULE_PROGRAM, root, PYTHONPATH=module_path) == [5.0]
         run([TAOT, "from-ir", "--drop", "--variant", variant, "-o", "lib"], root)
-        build_module(root)
+        cmake_build_library(root)
         assert ratios(MODULE_PROGRAM, root, PYTHONPATH=module_path) == [3.0]

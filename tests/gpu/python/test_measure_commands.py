@@ -1,5 +1,5 @@
-"""`taot bench` and `taot tune` on a GPU, through the command line, on libraries that
-scripts/gpu_measure.sh builds into $TAOT_GPU_WORK (each `taot build --python --build-library`):
+"""`taot bench` and `taot tune` on a GPU, through the command line, on libraries that the
+build_module fixture (tests/gpu_modules.py) builds:
 vector_add and matmul benched against torch and Triton JIT; fused_moe_tune (the MoE GEMM over a
 subset of vLLM's config grid) tuned over its bench file's M values, its table loaded and baked
 into a rebuilt library whose automatic choice is checked. Figures are printed as the tests go."""
@@ -10,11 +10,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
+
 ROOT = Path(__file__).resolve().parents[3]
-WORK = Path(os.environ.get("TAOT_GPU_WORK", ROOT / "build-gpu"))
 sys.path.insert(0, str(ROOT / "python"))
 
 from taot.measure import report as bench_report  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+vector_add = module_fixture("examples/vector_add/vector_add.toml")
+matmul = module_fixture("examples/matmul/matmul.toml")
+fused_moe_tune = module_fixture("bench/specs/fused_moe_tune.toml")
 
 
 def taot(*arguments, timeout=560):
@@ -27,8 +35,8 @@ def taot(*arguments, timeout=560):
 
 
 def bench_and_read(library, bench_file, *extra):
-    out = Path(tempfile.mkdtemp()) / library
-    result = taot("bench", WORK / library, "--bench", ROOT / bench_file, "-o", out, "--warmup-ms", "5",
+    out = Path(tempfile.mkdtemp()) / library.name
+    result = taot("bench", library, "--bench", ROOT / bench_file, "-o", out, "--warmup-ms", "5",
                   "--rep-ms", "30", *extra)
     assert result.returncode == 0, result.stderr
     assert Path(f"{out}.png").stat().st_size > 1000
@@ -42,8 +50,8 @@ def by_implementation(report):
     return table
 
 
-def test_bench_vector_add_against_torch_and_jit():
-    report = bench_and_read("vector_add", "examples/vector_add/bench_vector_add.py", "--where", "dtype=fp32")
+def test_bench_vector_add_against_torch_and_jit(vector_add):
+    report = bench_and_read(vector_add.folder, "examples/vector_add/bench_vector_add.py", "--where", "dtype=fp32")
     rows = by_implementation(report)
     assert len(rows) == 9
     for shape, implementations in rows.items():
@@ -56,8 +64,8 @@ def test_bench_vector_add_against_torch_and_jit():
     assert 0.8 < ratio < 1.25  # both are bandwidth-bound: the same time within noise
 
 
-def test_bench_matmul_against_cublas_with_every_variant():
-    report = bench_and_read("matmul", "examples/matmul/bench_matmul.py", "--kernel", "matmul", "--where",
+def test_bench_matmul_against_cublas_with_every_variant(matmul):
+    report = bench_and_read(matmul.folder, "examples/matmul/bench_matmul.py", "--kernel", "matmul", "--where",
                             "dtype=bf16", "--where", "M=4096", "--variants", "auto,all")
     rows = by_implementation(report)
     (implementations,) = rows.values()
@@ -71,8 +79,8 @@ def test_bench_matmul_against_cublas_with_every_variant():
     assert auto.tflops > 100
 
 
-def test_tune_fused_moe_then_the_table_drives_the_automatic_choice():
-    library = WORK / "fused_moe_tune"
+def test_tune_fused_moe_then_the_table_drives_the_automatic_choice(fused_moe_tune):
+    library = fused_moe_tune.folder
     out = Path(tempfile.mkdtemp())
     result = taot("tune", library, "--bench", ROOT / "examples/fused_moe/bench_fused_moe.py", "-o", out, "--restart")
     assert result.returncode == 0, result.stderr

@@ -1,11 +1,17 @@
 """The vector_add module on every GPU of the host at once, one thread per GPU, each launching on
 its device's current stream; and arrays of one GPU refused while another is current. Needs two
-or more GPUs (scripts/gpu_multi.sh runs it on a 2-GPU machine)."""
+or more GPUs (`scripts/gpu.sh multi` runs it on such a machine; skipped with fewer)."""
 import threading
 
-import torch
+import pytest
 
-import vector_add as va
+from gpu_modules import module_fixture, torch_if_installed  # tests/gpu_modules.py, through the repo's conftest.py
+
+torch = torch_if_installed()
+pytestmark = pytest.mark.gpu(count=2)
+
+va = None  # the generated module, set by vector_add_module
+vector_add_module = module_fixture("examples/vector_add/vector_add.toml", bind="va")
 
 
 def test_every_gpu_from_its_own_thread_at_once():

@@ -5,7 +5,7 @@ $TAOT_PRINTF_FIFO_BYTES); in the debug build an argument that breaks the assert 
 fail with taot's error naming the kernel and variant and saying to re-create the context, and a
 fresh process then runs the same library; in the release build the same call does not fire. Needs
 torch on a CUDA GPU, the taot binary ($TAOT_BIN, else build/tools/taot/taot of this checkout),
-CMake and nanobind. Runs under pytest or tests/gpu/run_python_tests.py."""
+CMake and nanobind."""
 import os
 import subprocess
 import sys
@@ -13,7 +13,12 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-import torch
+import pytest
+
+from gpu_modules import torch_if_installed  # tests/gpu_modules.py, through the repo's conftest.py
+
+torch = torch_if_installed()
+pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[3]
 TAOT = os.environ.get("TAOT_BIN") or str(REPO / "build" / "tools" / "taot" / "taot")

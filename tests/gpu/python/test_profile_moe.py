@@ -3,9 +3,8 @@ layer calls in bf16 and two in fp8 run under `python -m taot profile --nvtx --js
 --bench ...`; the report and the hatchet file read back must hold every kernel of the layer with the
 launch count the layer makes, positive GPU times, the tuned table as the GEMM's step on the devices
 it has tables for, and the GEMM's FLOPs from the bench file's call_shape (flops16 for bf16, flops8
-for fp8) equal to 2 * tokens * top_k * N * K summed over its launches. Needs a GPU, torch, and the
-module fused_moe on PYTHONPATH (scripts/gpu_suite.sh builds it); runs under
-tests/gpu/run_python_tests.py (no fixtures)."""
+for fp8) equal to 2 * tokens * top_k * N * K summed over its launches. Needs a GPU and torch; the
+build_module fixture (tests/gpu_modules.py) builds the module."""
 import json
 import os
 import subprocess
@@ -13,8 +12,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
+
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "fused_moe"
+pytestmark = pytest.mark.gpu
 BENCH = REPO / "tests" / "python" / "profile_fixtures" / "bench_fused_moe_gemm.py"
 E, TOP_K, HIDDEN, INTER, TOKENS, CALLS = 128, 8, 2048, 768, 256, 2
 TUNED_DEVICES = ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
@@ -60,13 +64,15 @@ def gemm_flops():
     rows = TOKENS * TOP_K
     return CALLS * (2 * rows * 2 * INTER * HIDDEN + 2 * rows * HIDDEN * INTER)
 
+fused_moe = module_fixture("examples/fused_moe/fused_moe.toml")
 
-def profile(folder):
+
+def profile(folder, built):
     program = Path(folder) / "moe_layer_program.py"
     program.write_text(PROGRAM)
     output = Path(folder) / "moe.hatchet"
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO / "python")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
+        str(REPO / "python"), str(built.module_dir), os.environ.get("PYTHONPATH")])))
     result = subprocess.run([sys.executable, "-m", "taot", "profile", "--nvtx", "--json", "--bench", str(BENCH),
                              "-o", str(output), "--", str(program)],
                             env=environment, capture_output=True, text=True, timeout=900)
@@ -82,9 +88,9 @@ def frames(node, depth=0):
         yield from frames(child, depth + 1)
 
 
-def test_the_moe_layers_kernels_have_their_launch_counts_times_steps_and_gemm_flops():
+def test_the_moe_layers_kernels_have_their_launch_counts_times_steps_and_gemm_flops(fused_moe):
     with tempfile.TemporaryDirectory(prefix="taot-profile-moe-") as folder:
-        report, hatchet, output = profile(folder)
+        report, hatchet, output = profile(folder, fused_moe)
         assert report["outcome"] == "exited with code 0" and report["processes"] == 1, report["notes"]
         assert report["launches"] == report["timed"] == sum(LAUNCHES.values()), report["notes"]
         (library,) = report["tree"]["children"]

@@ -2,9 +2,8 @@
 call through the generated module runs with the recorder on for the second launch of
 fused_moe_kernel (GEMM 2, whose input GEMM 1 and silu_and_mul wrote); `taot repro` turns the
 recording into a CMake project against the generated library, which must build and replay the
-launch bitwise. Needs a GPU, torch, cmake, the module fused_moe on PYTHONPATH and its generated
-folder in $TAOT_GPU_WORK/fused_moe (scripts/gpu_measure.sh builds both); runs under
-tests/gpu/run_python_tests.py (no fixtures)."""
+launch bitwise. Needs a GPU, torch and cmake; the build_module fixture (tests/gpu_modules.py) builds
+the module."""
 import json
 import os
 import subprocess
@@ -12,9 +11,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
+
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "fused_moe"
-LIBRARY = Path(os.environ.get("TAOT_GPU_WORK", "/tmp/taot_gpu_work")) / "fused_moe"
+pytestmark = pytest.mark.gpu
 
 PROGRAM = f'''
 import math
@@ -46,15 +49,23 @@ def run(command, **kwargs):
                                    f"{result.stderr[-4000:]}"
     return result
 
+fused_moe = module_fixture("examples/fused_moe/fused_moe.toml")
 
-def test_a_recorded_fused_moe_launch_replays_bitwise():
+
+def with_module(environment, built):
+    """`environment` with the module's folder first on PYTHONPATH."""
+    return dict(environment, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(built.module_dir), environment.get("PYTHONPATH")])))
+
+
+def test_a_recorded_fused_moe_launch_replays_bitwise(fused_moe):
     with tempfile.TemporaryDirectory(prefix="taot-repro-") as folder:
         folder = Path(folder)
         program = folder / "moe_layer.py"
         program.write_text(PROGRAM)
         recorded = folder / "recorded"
-        environment = dict(os.environ, TAOT_RECORD=str(recorded), TAOT_RECORD_KERNEL="fused_moe_kernel",
-                           TAOT_RECORD_INDEX="1")
+        environment = dict(with_module(os.environ, fused_moe), TAOT_RECORD=str(recorded),
+                           TAOT_RECORD_KERNEL="fused_moe_kernel", TAOT_RECORD_INDEX="1")
         layer = run([sys.executable, program], env=environment)
         assert "layer call done" in layer.stdout
         assert "taot record:" not in layer.stderr, layer.stderr
@@ -65,13 +76,9 @@ def test_a_recorded_fused_moe_launch_replays_bitwise():
         taot = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(REPO / "python")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
         out = folder / "repro"
-        run([sys.executable, "-m", "taot", "repro", recorded, "-o", out, "--library", LIBRARY], env=taot)
+        run([sys.executable, "-m", "taot", "repro", recorded, "-o", out, "--library", fused_moe.folder], env=taot)
         run(["cmake", "-S", out, "-B", out / "build", "-DCMAKE_BUILD_TYPE=Release"])
         run(["cmake", "--build", out / "build", "--target", "replay", "-j", str(os.cpu_count() or 4)])
         replayed = run([out / "build" / "replay"])
         assert "replay: bitwise equal" in replayed.stdout, replayed.stdout
 
-
-if __name__ == "__main__":
-    test_a_recorded_fused_moe_launch_replays_bitwise()
-    print("ok")

@@ -1,6 +1,7 @@
 """`taot sanitize` on a GPU: a kernel of ours with an out-of-bounds store (tests/gpu/sanitize) is
 built, checked under memcheck, and the report names the kernel and the store's source line, once for
-the whole check and per variant; vector_add's check is clean."""
+the whole check and per variant; vector_add's check is clean. The build_module fixture
+(tests/gpu_modules.py) builds both libraries."""
 import json
 import os
 import subprocess
@@ -8,9 +9,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
+from gpu_modules import module_fixture  # tests/gpu_modules.py, through the repo's conftest.py
+
 ROOT = Path(__file__).resolve().parents[3]
 HERE = ROOT / "tests" / "gpu" / "sanitize"
-WORK = Path(os.environ.get("TAOT_GPU_WORK", ROOT / "build-gpu"))
+pytestmark = pytest.mark.gpu
 STORE_LINE = next(number for number, line in enumerate((HERE / "kernels.py").read_text().splitlines(), 1)
                   if "tl.store" in line)
 
@@ -23,16 +28,12 @@ def taot(*arguments, timeout=400):
     print(result.stderr[-3000:], file=sys.stderr)
     return result
 
-
-def build_oob():
-    library = Path(tempfile.mkdtemp()) / "oob"
-    subprocess.run([os.environ.get("TAOT_BIN", "taot"), "build", str(HERE / "oob.toml"), "-o", str(library), "--python",
-                    "--build-library", "--quiet"], check=True)
-    return library
+oob = module_fixture(HERE / "oob.toml")
+vector_add = module_fixture("examples/vector_add/vector_add.toml")
 
 
-def test_memcheck_names_the_out_of_bounds_store_per_variant():
-    library = build_oob()
+def test_memcheck_names_the_out_of_bounds_store_per_variant(oob):
+    library = oob.folder
     report = Path(tempfile.mkdtemp()) / "report.json"
     result = taot("sanitize", "--json", report, "--", "check", library, "--bench", HERE / "bench_oob.py",
                   "--against", "reference")
@@ -51,9 +52,9 @@ def test_memcheck_names_the_out_of_bounds_store_per_variant():
     assert all(any(f["line"] == STORE_LINE for f in e["findings"]) for e in entries)
 
 
-def test_a_clean_check_is_clean():
+def test_a_clean_check_is_clean(vector_add):
     report = Path(tempfile.mkdtemp()) / "clean.json"
-    result = taot("sanitize", "--json", report, "--", "check", WORK / "vector_add", "--bench",
+    result = taot("sanitize", "--json", report, "--", "check", vector_add.folder, "--bench",
                   ROOT / "examples/vector_add/bench_vector_add.py", "--where", "n=4096", "--where", "dtype=fp32",
                   "--variants", "auto")
     assert result.returncode == 0, result.stderr
@@ -61,10 +62,10 @@ def test_a_clean_check_is_clean():
     assert entry["errors"] == 0 and entry["findings"] == []
 
 
-def test_the_other_tools_run_and_report_clean_on_vector_add():
+def test_the_other_tools_run_and_report_clean_on_vector_add(vector_add):
     for tool in ("racecheck", "initcheck", "synccheck"):
         report = Path(tempfile.mkdtemp()) / f"{tool}.json"
-        result = taot("sanitize", "--tool", tool, "--json", report, "-q", "--", "check", WORK / "vector_add", "--bench",
+        result = taot("sanitize", "--tool", tool, "--json", report, "-q", "--", "check", vector_add.folder, "--bench",
                       ROOT / "examples/vector_add/bench_vector_add.py", "--where", "n=4096", "--where", "dtype=fp32",
                       "--variants", "auto")
         assert result.returncode == 0, (tool, result.stdout[-2000:])

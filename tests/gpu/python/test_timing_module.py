@@ -2,13 +2,19 @@
 (quantiles as torch.quantile computes them), a plausible bandwidth in plain and CUDA-graph mode on
 torch's default stream and on a side stream, config keywords and bound launchers, errors that name
 the keyword, a capturing stream refused, and the GIL released while it times. Needs the module on
-PYTHONPATH (scripts/gpu_suite.sh sets it)."""
+the build_module fixture (tests/gpu_modules.py) builds the module."""
 import threading
 import time
 
-import torch
+import pytest
 
-import vector_add as va
+from gpu_modules import module_fixture, torch_if_installed  # tests/gpu_modules.py, through the repo's conftest.py
+
+torch = torch_if_installed()
+pytestmark = pytest.mark.gpu
+
+va = None  # the generated module, set by vector_add_module
+vector_add_module = module_fixture("examples/vector_add/vector_add.toml", bind="va")
 
 SUMMARY = ("ms", "min", "p20", "median", "p80", "max", "mean", "reps", "warmup_reps", "warmup_ms",
            "flush_bytes", "variant", "step")

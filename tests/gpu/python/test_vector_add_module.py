@@ -1,18 +1,23 @@
 """GPU tests of the generated Python module of vector_add, with torch: every dtype against
 torch's x + y, misaligned views, exact configs and variants, the current stream, CUDA graph
 capture and torch.compile, arrays given through __dlpack__ and torch read without its DLPack
-exchange table. Needs the module on PYTHONPATH (scripts/gpu_suite.sh sets it)."""
+exchange table. The module is built by the build_module fixture (tests/gpu_modules.py)."""
 import os
 import subprocess
 import sys
 import textwrap
 
-import torch
+import pytest
 
-import vector_add as va
+from gpu_modules import module_fixture, torch_if_installed  # tests/gpu_modules.py, through the repo's conftest.py
 
+torch = torch_if_installed()
+pytestmark = pytest.mark.gpu
 SIZES = (1, 17, 1024, (1 << 20) + 3)
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+DTYPES = (torch.float32, torch.float16, torch.bfloat16) if torch is not None else ()
+
+va = None  # the generated module, set by vector_add_module
+vector_add_module = module_fixture("examples/vector_add/vector_add.toml", bind="va")
 
 
 def check_add(x, y, out):
@@ -176,7 +181,7 @@ def test_wrong_rank_is_refused():
         assert "x_ptr: expected a 1-D array, got shape (8, 8)" in str(error), error
 
 
-def test_torch_without_the_exchange_table():
+def test_torch_without_the_exchange_table(vector_add_module):
     """torch before 2.10 has no __dlpack_c_exchange_api__: tensors are read through their
     attributes and the stream from torch._C. Run in a fresh process with the table removed."""
     code = textwrap.dedent("""
@@ -199,5 +204,7 @@ def test_torch_without_the_exchange_table():
             assert "x_ptr: expected a 1-D array, got shape (30, 100)" in str(error), error
         print("attribute path ok")
     """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=300)
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(vector_add_module.module_dir), os.environ.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=300)
     assert result.returncode == 0 and "attribute path ok" in result.stdout, result.stdout + result.stderr
