@@ -182,7 +182,8 @@ PY
         ;;
       jit)
         step "figure: the JIT tuner (benchmark_moe.py's method), batch sizes ${JIT_BATCH_SIZES:-all}"
-        TAIL=30 run jit_tune python3 bench/moe_tune_jit.py --json "$logs/jit_tune.json" \
+        library=$(modules bench/specs/fused_moe_tune.toml) || { fail "module build"; continue; }
+        TAIL=30 run jit_tune python3 bench/moe_tune_jit.py --library "$(dirname "$library")" --json "$logs/jit_tune.json" \
           ${JIT_BATCH_SIZES:+--batch-sizes $JIT_BATCH_SIZES} --budget-s "${JIT_BUDGET_S:-500}" ;;
       ncu)
         step "figure: taot bench vs do_bench vs Nsight Compute"
