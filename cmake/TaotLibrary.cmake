@@ -32,7 +32,11 @@ function(taot_library_targets NAME)
   if(${NAME}_shared)
     set(kind SHARED)
   endif()
-  add_library(${NAME} ${kind} "${arg_DIR}/${NAME}.cpp" "${arg_DIR}/${NAME}_cubins.cpp" ${arg_DEPENDS})
+  # The data (tables and cubins) is compiled once, for the library and the Python module.
+  add_library(${NAME}_data OBJECT "${arg_DIR}/${NAME}_tables.cpp" "${arg_DIR}/${NAME}_cubins.cpp" ${arg_DEPENDS})
+  target_link_libraries(${NAME}_data PRIVATE taot::runtime)  # its headers only: an object library links nothing
+  set_target_properties(${NAME}_data PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  add_library(${NAME} ${kind} "${arg_DIR}/${NAME}.cpp" $<TARGET_OBJECTS:${NAME}_data> ${arg_DEPENDS})
   add_library(${NAME}::${NAME} ALIAS ${NAME})
   target_include_directories(${NAME} PUBLIC "$<BUILD_INTERFACE:${arg_DIR}>"
                                             "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/${NAME}>")
@@ -59,26 +63,14 @@ function(taot_library_targets NAME)
   if(NOT ${NAME}_python)
     return()
   endif()
-  # nanobind, found through the Python that runs CMake (-DPython_EXECUTABLE=... chooses it).
+  # The module holds the library's tables and cubins and hands them to taot's one Python binding,
+  # taot._native (taot/python_module.h), at import: it needs Python's headers to build, and the
+  # taot package importable to run. It links no runtime: the binding's is the process's one.
   find_package(Python 3.9 REQUIRED COMPONENTS Interpreter Development.Module)
-  if(NOT nanobind_ROOT)
-    execute_process(COMMAND "${Python_EXECUTABLE}" -m nanobind --cmake_dir RESULT_VARIABLE failed
-                    OUTPUT_VARIABLE nanobind_ROOT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    if(failed)
-      unset(nanobind_ROOT)
-    endif()
-  endif()
-  find_package(nanobind CONFIG)
-  if(NOT nanobind_FOUND)
-    message(FATAL_ERROR "${NAME}: its Python module needs nanobind, which ${Python_EXECUTABLE} cannot import and "
-                        "CMake cannot find: pip install nanobind into that Python, choose another with "
-                        "-DPython_EXECUTABLE=..., or set -Dnanobind_ROOT=<nanobind's cmake folder>; "
-                        "-D${NAME}_python=OFF builds without the module")
-  endif()
-  # NOMINSIZE: optimized for speed, not size (a call's CPU cost is the module's hot path).
-  nanobind_add_module(${NAME}_python NB_STATIC NOMINSIZE "${arg_DIR}/${NAME}_python.cpp")
-  set_target_properties(${NAME}_python PROPERTIES OUTPUT_NAME ${NAME})
-  target_link_libraries(${NAME}_python PRIVATE ${NAME})
+  Python_add_library(${NAME}_python MODULE WITH_SOABI "${arg_DIR}/${NAME}_python.cpp" $<TARGET_OBJECTS:${NAME}_data>)
+  set_target_properties(${NAME}_python PROPERTIES OUTPUT_NAME ${NAME} CXX_VISIBILITY_PRESET hidden)
+  target_include_directories(${NAME}_python PRIVATE $<TARGET_PROPERTY:taot::runtime,INTERFACE_INCLUDE_DIRECTORIES>)
+  target_compile_features(${NAME}_python PRIVATE cxx_std_17)
   set(${NAME}_PYTHON_INSTALL_DIR "${CMAKE_INSTALL_LIBDIR}/python${Python_VERSION_MAJOR}.${Python_VERSION_MINOR}/site-packages"
       CACHE PATH "Where `cmake --install` puts the Python module ${NAME} (relative: under the prefix)")
   install(TARGETS ${NAME}_python LIBRARY DESTINATION "${${NAME}_PYTHON_INSTALL_DIR}")
@@ -110,7 +102,8 @@ function(taot_add_library NAME SPEC)
 
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/taot/${NAME}")
   set(arguments build "${spec}" -o "${dir}" --library-name ${NAME} --depfile "${dir}/taot-build.d")
-  set(generated "${dir}/${NAME}.h" "${dir}/${NAME}_c.h" "${dir}/${NAME}.cpp" "${dir}/${NAME}_cubins.cpp")
+  set(generated "${dir}/${NAME}.h" "${dir}/${NAME}_c.h" "${dir}/${NAME}.cpp" "${dir}/${NAME}_tables.cpp"
+                "${dir}/${NAME}_cubins.cpp")
   if(arg_PYTHON)
     list(APPEND arguments --python)
     list(APPEND generated "${dir}/${NAME}_python.cpp")
@@ -134,7 +127,7 @@ function(taot_add_library NAME SPEC)
 
   # The stamp is the command's output: taot build touches it on success and names it in the depfile.
   # The sources are byproducts, rewritten only when their bytes change, so an edit that changes one
-  # kernel's cubins recompiles NAME_cubins.cpp alone.
+  # kernel's cubins recompiles NAME_tables.cpp and NAME_cubins.cpp alone.
   add_custom_command(OUTPUT "${dir}/taot-build.stamp"
                      BYPRODUCTS ${generated} "${dir}/manifest.json"
                      COMMAND ${taot_command} ${arguments}

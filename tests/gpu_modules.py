@@ -50,10 +50,34 @@ class BuildFailed(Exception):
     """A step of a module's build failed; the message names the spec and ends with the log's tail."""
 
 
+_binding_ready = False
+
+
 def make_taot_binding_available():
-    """Makes taot's own compiled Python binding (taot._native, taot's CMake target taot_native)
-    importable before any generated module that loads through it is built. Nothing to do yet: the
-    generated modules do not load through it."""
+    """Makes taot's compiled Python binding (taot._native, which every generated module loads)
+    importable from this checkout's python/ folder: when this Python cannot import it (a GPU machine
+    that was sent the taot binary but not the binding, say), builds the CMake target taot_native of
+    this checkout for this Python into FOLDER/taot_native (the runtime and the binding only), which
+    writes it into python/taot/. Raises BuildFailed, with the log's tail, if that fails."""
+    global _binding_ready
+    if _binding_ready:
+        return
+    probe = subprocess.run([sys.executable, "-c", "import taot._native"], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                               filter(None, [str(ROOT / "python"), os.environ.get("PYTHONPATH")]))))
+    if probe.returncode != 0:
+        build = work_folder() / "taot_native"
+        log = work_folder() / "taot_native.log"
+        build.mkdir(parents=True, exist_ok=True)
+        steps = [["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                  "-DTAOT_BUILD_TOOLS=OFF", "-DTAOT_BUILD_TESTS=OFF", f"-DPython_EXECUTABLE={sys.executable}"],
+                 ["cmake", "--build", build, "--target", "taot_native"]]
+        with open(log, "w") as output:
+            for step in steps:
+                if subprocess.run([str(part) for part in step], stdout=output, stderr=subprocess.STDOUT).returncode:
+                    tail = "".join(log.read_text().splitlines(keepends=True)[-LOG_TAIL_LINES:])
+                    raise BuildFailed(f"taot's Python binding (taot_native) did not build; the end of {log}:\n{tail}")
+    _binding_ready = True
 
 
 _built = {}  # (spec, taot arguments) -> BuiltModule or BuildFailed, for this process

@@ -218,6 +218,7 @@ class Renderer {
         {lib + ".h", "library.h.mustache"},
         {lib + "_c.h", "library_c.h.mustache"},
         {lib + ".cpp", "library.cpp.mustache"},
+        {lib + "_tables.cpp", "library_tables.cpp.mustache"},
         {lib + "_cubins.cpp", "library_cubins.cpp.mustache"},
         {"CMakeLists.txt", "CMakeLists.txt.mustache"},
         {lib + "_python.cpp", "library_python.cpp.mustache"},

@@ -54,7 +54,8 @@ PRELUDE = """
 
 
 def check(module_dir, body):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(module_dir), str(Path(__file__).parent)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(module_dir), str(Path(__file__).parent),
+                                                        os.environ["PYTHONPATH"]])}
     code = textwrap.dedent(PRELUDE) + textwrap.dedent(body)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr

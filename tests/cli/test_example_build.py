@@ -32,7 +32,7 @@ def built(tmp_path_factory, taot_bin):
 def test_generated_library_compiles_with_strict_warnings(built):
     assert "-Werror" in (built["build"] / "build.ninja").read_text()
     assert (built["build"] / "vector_add_example").exists()
-    for name in ("vector_add.h", "vector_add_c.h", "vector_add.cpp", "vector_add_cubins.cpp", "CMakeLists.txt"):
+    for name in ("vector_add.h", "vector_add_c.h", "vector_add.cpp", "vector_add_tables.cpp", "vector_add_cubins.cpp", "CMakeLists.txt"):
         assert (built["generated"] / name).exists(), name
 
 

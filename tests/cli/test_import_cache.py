@@ -120,7 +120,7 @@ def test_import_builds_a_library_whose_cubins_equal_the_caches(imported, cache):
     out, result = imported
     assert len(cache_cubins(cache)) == 4
     assert library_cubins(out) == cache_cubins(cache)
-    for name in ("scaling.h", "scaling_c.h", "scaling.cpp", "scaling_cubins.cpp", "scaling_python.cpp",
+    for name in ("scaling.h", "scaling_c.h", "scaling.cpp", "scaling_tables.cpp", "scaling_cubins.cpp", "scaling_python.cpp",
                  "CMakeLists.txt", "scaling.toml"):
         assert (out / name).is_file(), name
     assert "scale: 3 variants for sm_90 from 3 cache entries, imported exactly" in result.stderr
@@ -188,7 +188,7 @@ def test_generated_library_and_module_build_and_select_the_imported_variants(imp
         print(len(variants), config["BLOCK"], config["num_warps"], step)
     """)
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(build)})
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(build), os.environ["PYTHONPATH"]])})
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.split() == ["3", "1024", "4", "config"]
 

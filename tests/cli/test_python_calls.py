@@ -128,7 +128,7 @@ PRELUDE = """
 
 
 def check(module_dir, body):
-    env = {**os.environ, "PYTHONPATH": str(module_dir)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(module_dir), os.environ["PYTHONPATH"]])}
     code = textwrap.dedent(PRELUDE) + textwrap.dedent(body)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -25,7 +25,8 @@ def module_dir(tmp_path_factory, taot_bin):
 
 
 def run_python(module_dir, code):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(module_dir), str(Path(__file__).parent)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(module_dir), str(Path(__file__).parent),
+                                                        os.environ["PYTHONPATH"]])}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=120)
 
@@ -196,3 +197,95 @@ def test_scratch_functions_need_the_driver(module_dir):
     assert reserve.startswith("RuntimeError: cannot load the CUDA driver libcuda.so.1"), reserve
     assert release.startswith("RuntimeError: cannot load the CUDA driver libcuda.so.1"), release
     assert doc.startswith("reserve_scratch(bytes: int, stream: object | None = None)"), doc
+
+
+# One binding, one runtime: every taot library's module loads through taot._native.
+
+SECOND_SPEC = """
+[library]
+name = "second_library"
+targets = ["sm_90"]
+
+[[kernel]]
+name = "add_kernel"
+source = "{source}"
+grid = ["cdiv(n_elements, BLOCK_SIZE)"]
+
+[kernel.args]
+x_ptr = {{ type = "*fp32" }}
+y_ptr = {{ type = "*fp32" }}
+output_ptr = {{ type = "*fp32", output = true }}
+n_elements = {{ type = "i32" }}
+BLOCK_SIZE = {{ constexpr = [128] }}
+"""
+
+
+@pytest.fixture(scope="module")
+def second_module_dir(tmp_path_factory, taot_bin):
+    """A second library, built like the first: the two are imported into one process."""
+    folder = tmp_path_factory.mktemp("second_library")
+    spec = folder / "second_library.toml"
+    spec.write_text(SECOND_SPEC.format(source=SPEC.parent / "vector_add.py"))
+    out = folder / "out"
+    result = subprocess.run([str(taot_bin), "build", str(spec), "-o", str(out), "--python", "--build-library",
+                             "--quiet"], capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return out / "build"
+
+
+def test_two_libraries_share_one_binding_and_runtime(module_dir, second_module_dir):
+    out = check(module_dir, """
+        import second_library, taot._native
+        print(taot._native.libraries())
+        print(type(va.add_kernel) is type(second_library.add_kernel), va.add_kernel, second_library.add_kernel)
+        print(len(second_library.add_kernel_variants()), second_library.add_kernel.choose.__self__ is second_library.add_kernel)
+    """, prelude=f"import sys; sys.path.insert(0, {str(second_module_dir)!r})\n")
+    libraries, same_type, variants = out.splitlines()
+    assert libraries == "[('vector_add', ['add_kernel']), ('second_library', ['add_kernel'])]", libraries
+    assert same_type == "True <taot kernel vector_add.add_kernel> <taot kernel second_library.add_kernel>", same_type
+    assert variants == "1 True", variants
+
+
+def test_a_module_of_another_abi_version_is_refused_naming_both():
+    """What taot._native does with a module that some other taot generated: refused before anything
+    is made of its tables (called here as a module's PyInit would, through the capsule)."""
+    code = textwrap.dedent("""
+        import ctypes
+        import taot._native as native
+
+        class Registration(ctypes.Structure):
+            _fields_ = [("abi_version", ctypes.c_uint32), ("name", ctypes.c_char_p), ("tables", ctypes.c_void_p),
+                        ("table_count", ctypes.c_size_t)]
+
+        pointer_of = ctypes.pythonapi.PyCapsule_GetPointer
+        pointer_of.restype, pointer_of.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        make_module = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.POINTER(Registration))(
+            pointer_of(native.make_module, b"taot._native.make_module"))
+        for version in (native.abi_version - 1, native.abi_version + 1):
+            try:
+                make_module(ctypes.byref(Registration(version, b"old_library", None, 0)))
+            except ValueError as error:
+                print(error)
+        print(type(make_module(ctypes.byref(Registration(native.abi_version, b"empty_library", None, 0)))).__name__)
+        print(native.libraries())
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    older, newer, module, libraries = result.stdout.splitlines()
+    import taot._native as native
+    version = native.abi_version
+    assert older == (f"the taot library old_library was generated for taot's ABI version {version - 1}, and this "
+                     f"taot._native has version {version}: rebuild the library with this taot (taot build, or taot "
+                     f"gen and CMake)"), older
+    assert newer.startswith(f"the taot library old_library was generated for taot's ABI version {version + 1}"), newer
+    assert (module, libraries) == ("module", "[('empty_library', [])]")
+
+
+def test_without_the_taot_package_the_import_says_what_is_missing(module_dir):
+    # -S: no site-packages, so no installed taot either; only the module's folder on the path.
+    result = subprocess.run([sys.executable, "-S", "-c", "import vector_add"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(module_dir)}, timeout=120)
+    assert result.returncode != 0
+    assert ("ImportError: the taot library vector_add needs taot's Python binding, taot._native, which this Python "
+            "cannot import (No module named 'taot'): install taot (pip install taot) or build it (scripts/build.sh) "
+            "and put its python/ folder on PYTHONPATH") in result.stderr, result.stderr

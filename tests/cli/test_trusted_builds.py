@@ -277,7 +277,7 @@ def test_a_kernel_path_with_spaces_and_non_ascii_characters_builds(tmp_path, run
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     manifest = assert_manifest_matches_files(out)
     assert manifest["kernels"][0]["source"] == "../scale é.py"
-    for name in ("scale.h", "scale.cpp", "scale_cubins.cpp", "CMakeLists.txt"):
+    for name in ("scale.h", "scale.cpp", "scale_tables.cpp", "scale_cubins.cpp", "CMakeLists.txt"):
         assert (out / name).is_file(), name
     assert (out / "build" / "libscale.a").is_file()
     ptx = read_stage(out / manifest["kernels"][0]["variants"][0]["images"][0]["artifacts"]["ptx"])

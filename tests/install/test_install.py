@@ -51,7 +51,7 @@ def wheel(tmp_path_factory):
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory):
     """A fresh virtual environment (no system site-packages) with the wheel installed; Triton and
-    nanobind come from the package index as the wheel's dependencies."""
+    its other dependencies come from the package index."""
     root = tmp_path_factory.mktemp("venv") / "env"
     run([sys.executable, "-m", "venv", root], env=clean_environment())
     run([root / "bin" / "python", "-m", "pip", "install", "-q", wheel], env=clean_environment(root))
@@ -61,6 +61,7 @@ def venv(wheel, tmp_path_factory):
 def test_the_wheel_holds_the_command_front_end_runtime_and_cmake_package(venv):
     assert (venv / "bin" / "taot").is_file() and os.access(venv / "bin" / "taot", os.X_OK)
     assert (venv / SITE_PACKAGES / "taot" / "cli.py").is_file()
+    assert list((venv / SITE_PACKAGES / "taot").glob("_native.*.so")), "the wheel has no taot._native"
     assert (venv / SITE_PACKAGES / "taot" / "templates" / "repro" / "CMakeLists.txt.in").is_file()
     assert (venv / "include" / "taot" / "runtime.h").is_file()
     assert (venv / "lib" / "libtaot_runtime.a").is_file()

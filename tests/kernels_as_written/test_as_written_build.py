@@ -45,7 +45,7 @@ def run(built, body):
                 return f"{type(error).__name__}: {error}"
             return "no error"
     """
-    env = {**os.environ, "PYTHONPATH": str(built / "build")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(built / "build"), os.environ["PYTHONPATH"]])}
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(prelude) + textwrap.dedent(body)],
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -21,7 +21,7 @@ struct GenOptions {
   std::string manifest;
   std::string output;
   bool quiet = false;
-  bool python = false;              // also generate the Python module (nanobind)
+  bool python = false;              // also generate the Python module (loaded through taot._native)
   std::vector<std::string> tuning;  // tuned-table files to bake in: FILE or KERNEL=FILE
 };
 
@@ -65,7 +65,7 @@ Runner declare_gen(CLI::App& command) {
       ->check(CLI::ExistingFile);
   command.add_option("-o,--output", options->output, "Output folder for the sources")->required();
   command.add_flag("-q,--quiet", options->quiet, "Print errors only");
-  command.add_flag("--python", options->python, "Also generate the Python module (nanobind) of the library");
+  command.add_flag("--python", options->python, "Also generate the Python module of the library (it loads through taot's binding, taot._native)");
   command.add_option("--tuning", options->tuning,
                      "A tuned table to bake in (repeatable): a taot-format FILE names its kernel; "
                      "KERNEL=FILE binds a vLLM-format file to KERNEL");

@@ -1,5 +1,6 @@
 # `taot build`: compile a spec, generate the library sources into the same folder (the C++ `taot gen`),
 # and optionally build them with CMake, holding the folder's lock throughout.
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from . import compile as compile_command
 from ..compile import depfile
+from .. import IMPORT_ROOT
 from ..errors import TaotError
 from ..compile.output_lock import HELD_BY_PARENT, OutputLock
 
@@ -19,7 +21,7 @@ SOURCE_DIR = Path(__file__).resolve().parents[3]
 
 def add_arguments(parser):
     compile_command.add_arguments(parser)
-    parser.add_argument("--python", action="store_true", help="also generate the Python module (nanobind)")
+    parser.add_argument("--python", action="store_true", help="also generate the Python module (it loads through taot's binding, taot._native)")
     parser.add_argument("--tuning", action="append", default=[], metavar="[KERNEL=]FILE",
                         help="a tuned table to bake in (repeatable), as `taot gen --tuning` takes it")
     parser.add_argument("--build-library", action="store_true",
@@ -48,6 +50,8 @@ def run(arguments):
     if arguments.list:
         return compile_command.run(arguments)
     taot_binary()  # before any work: a missing `taot` for the gen step is said first
+    if arguments.python and arguments.build_library:
+        _check_binding()
     steps = 3 if arguments.build_library else 2
     say = (lambda line: None) if arguments.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     library = compile_command.load(arguments)
@@ -72,9 +76,23 @@ def run(arguments):
             if not arguments.build_library:
                 return 0
             say(f"[3/3] cmake build {output / 'build'}")
-            return _build_library(output, arguments.quiet)
+            code = _build_library(output, arguments.quiet)
+            if code == 0 and arguments.python:
+                say(f"the Python module {library.name} is in {output / 'build'}; it loads through taot's binding, "
+                    f"so import it with both folders importable: PYTHONPATH={output / 'build'}{os.pathsep}{IMPORT_ROOT}")
+            return code
         finally:
             os.environ.pop(HELD_BY_PARENT, None)
+
+
+def _check_binding():
+    """A generated module loads through taot._native: refuse, before any work, to build one that
+    could not be imported because this taot's binding was never built (a checkout built with
+    -DTAOT_BUILD_PYTHON=OFF, say)."""
+    if importlib.util.find_spec("taot._native") is None:
+        raise TaotError(f"--python --build-library: taot's Python binding, taot._native, is not built in "
+                        f"{IMPORT_ROOT / 'taot'}, so the module could not be imported: build it with scripts/build.sh "
+                        f"(CMake target taot_native), or leave out --build-library")
 
 
 def _inputs(library, tuning):
@@ -118,7 +136,7 @@ def _build_library(folder, quiet):
     when there is one, else from the installed taot."""
     build = folder / "build"
     configure = ["cmake", "-S", str(folder), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                 f"-DPython_EXECUTABLE={sys.executable}"]  # the module is built for, and with the nanobind of, this Python
+                 f"-DPython_EXECUTABLE={sys.executable}"]  # the module is built for this Python
     if (SOURCE_DIR / "runtime" / "CMakeLists.txt").exists():
         configure.append(f"-DTAOT_SOURCE_DIR={SOURCE_DIR}")
     elif (prefix := installed_prefix()) is not None:

@@ -31,7 +31,7 @@ def add_arguments(parser):
                              "constexpr values; keeps entries that do not match the source as it is now)")
     parser.add_argument("--ir", choices=MODES, default=DEFAULT_MODE,
                         help="keep the IR stages compressed, plain or not at all (default: %(default)s)")
-    parser.add_argument("--python", action="store_true", help="also generate the Python module (nanobind)")
+    parser.add_argument("--python", action="store_true", help="also generate the Python module (it loads through taot's binding, taot._native)")
     parser.add_argument("--no-wait", action="store_true",
                         help="fail, naming the holder, when another build holds OUTDIR (default: wait for it)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

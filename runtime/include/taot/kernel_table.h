@@ -17,7 +17,7 @@ namespace taot::table {
 
 // What a call argument is, listed once (X(kind)). Constexpr parameters are not call arguments.
 // What each kind means to dispatch and launch is in the runtime's src/arg_kinds.h, to the Python
-// bindings in taot/python.h, to the code generator in codegen/src/arg_kinds.cpp.
+// binding in python/src/calls.h, to the code generator in codegen/src/arg_kinds.cpp.
 #define TAOT_ARG_KINDS(X) X(pointer) X(int_scalar) X(float_scalar) X(bool_scalar) X(tensordesc)
 
 enum class ArgKind : std::uint8_t {

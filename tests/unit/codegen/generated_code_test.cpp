@@ -69,6 +69,7 @@ class GeneratedCodeTest : public ::testing::Test {
 TEST_F(GeneratedCodeTest, SourcesCompileAsCxx17AndCxx20WithGcc) {
   for (const char* standard : {"c++17", "c++20"}) {
     compile_cxx(TAOT_TEST_CXX, standard, out / "demo.cpp");
+    compile_cxx(TAOT_TEST_CXX, standard, out / "demo_tables.cpp");
     compile_cxx(TAOT_TEST_CXX, standard, out / "demo_cubins.cpp");
   }
 }
@@ -77,6 +78,7 @@ TEST_F(GeneratedCodeTest, SourcesCompileWithClang) {
   if (std::string(TAOT_TEST_CLANGXX).empty()) GTEST_SKIP() << "clang++ not installed";
   for (const char* standard : {"c++17", "c++20"}) {
     compile_cxx(TAOT_TEST_CLANGXX, standard, out / "demo.cpp");
+    compile_cxx(TAOT_TEST_CLANGXX, standard, out / "demo_tables.cpp");
     compile_cxx(TAOT_TEST_CLANGXX, standard, out / "demo_cubins.cpp");
   }
 }

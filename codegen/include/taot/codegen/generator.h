@@ -20,12 +20,13 @@ struct GeneratedFile {
   std::string content;
 };
 
-// Renders every file of the library in memory, in a fixed order (header, C header, source, cubins,
-// CMakeLists.txt). Reads each distinct cubin once (images with equal cubin_sha256 share one
+// Renders every file of the library in memory, in a fixed order (header, C header, source, tables,
+// cubins, CMakeLists.txt). Reads each distinct cubin once (images with equal cubin_sha256 share one
 // embedded array) and fails, naming the file, if it cannot be read or no longer has its
 // manifest sha256, and, naming the image, if an image's cubin does not take the parameters the
 // runtime will pass it (check_launch_abi in taot/codegen/launch_check.h). Thread-safe.
-// With `python`, also <lib>_python.cpp and its part of CMakeLists.txt (a nanobind module).
+// With `python`, also <lib>_python.cpp and its part of CMakeLists.txt (a module holding the
+// tables, which taot's Python binding, taot._native, turns into kernel objects).
 // Each kernel's tuned tables are baked from the files its manifest entry lists, then those in
 // `tuning_files` for it (kernel name -> files); a bad table fails naming its file.
 Expected<std::vector<GeneratedFile>> render_library(
@@ -34,7 +35,7 @@ Expected<std::vector<GeneratedFile>> render_library(
 
 struct GenerateOptions {
   std::filesystem::path output_dir;  // created if missing
-  bool python = false;               // also generate the Python module (nanobind)
+  bool python = false;               // also generate the Python module (loaded through taot._native)
   // Tuned-table files per kernel name (`taot gen --tuning`, made by assign_tuning_files in
   // taot/codegen/tuning.h), baked with the files the manifest lists for the kernel.
   std::map<std::string, std::vector<std::filesystem::path>> tuning_files{};
