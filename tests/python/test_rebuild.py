@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from conftest import REPO  # noqa: F401 (puts python/ on sys.path)
+from taot.errors import RebuildError, SignatureMismatch
 from taot.workbench import cubin, rebuild
 from taot.workbench.cache_swap import without_locations
 
@@ -105,7 +106,7 @@ def test_stage_and_kernel_name_of_an_edited_file(tmp_path, compiled):
     assert rebuild.read_edited(packed) == ("ttgir", compiled[1]["ttgir"].encode())
     (tmp_path / "k.cubin").write_bytes(compiled[1]["cubin"])
     assert rebuild.kernel_name(tmp_path / "k.cubin") == "copy_kernel"
-    with pytest.raises(rebuild.RebuildError, match=r"k\.mlir: expected a \.ttir, \.ttgir, .*got suffix '\.mlir'"):
+    with pytest.raises(RebuildError, match=r"k\.mlir: expected a \.ttir, \.ttgir, .*got suffix '\.mlir'"):
         rebuild.stage_of(tmp_path / "k.mlir")
 
 
@@ -136,7 +137,7 @@ def test_a_ptx_thread_count_sets_num_warps_and_a_renamed_kernel_is_refused(tmp_p
     assert rebuild.changes(rebuilt, reference(compiled)) == ["num_warps 8 -> 4"]
     (tmp_path / "renamed.ptx").write_text(ptx.replace("copy_kernel", "other_kernel"))
     rebuilt = rebuild.rebuild(tmp_path / "renamed.ptx", reference(compiled))
-    with pytest.raises(rebuild.SignatureMismatch, match="its kernel is named other_kernel, expected copy_kernel"):
+    with pytest.raises(SignatureMismatch, match="its kernel is named other_kernel, expected copy_kernel"):
         rebuild.check_signature(rebuilt, reference(compiled))
 
 

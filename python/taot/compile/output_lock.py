@@ -10,19 +10,12 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import TaotError
+from ..errors import OutputBusy
 
 LOCK_NAME = ".taot.lock"
 # Set by `taot build`, which holds the lock for compile and gen together, to the lock file's path:
 # the compile it runs then does not take the lock again.
 HELD_BY_PARENT = "TAOT_HELD_LOCK"
-
-
-class OutputBusy(TaotError):
-    """Another build holds the output folder and the caller chose not to wait."""
-
-    def __init__(self, outdir, holder):
-        super().__init__(f"{outdir} is being built by {holder}; wait for it or drop --no-wait")
 
 
 class OutputLock:

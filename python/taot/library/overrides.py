@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..compile import artifacts, ir_files
 from .built import MANIFEST, read_manifest
-from ..errors import TaotError
+from ..errors import OverrideDamaged, TaotError
 from ..fsutil import write_atomically, write_if_changed
 from ..workbench.rebuild import STAGES, Reference
 from ..spec.targets import parse_target
@@ -22,10 +22,6 @@ from ..spec.targets import parse_target
 ROOT = "overrides"
 RECORD = "override.json"
 RECORD_FORMAT = 1
-
-
-class OverrideDamaged(TaotError):
-    """An override folder whose files no longer match its record."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import sys
 
 from . import report as bench_report, stats
 from .benchfile import AUTOMATIC, Call
-from ..errors import BenchFileError, TaotError
+from ..errors import BenchFileError, Problem, TaotError
 from .calls import OutputGuard, TimingSettings, compare_outputs, output_positions, positional, time_callable
 
 ALL_VARIANTS = "all"
@@ -160,11 +160,11 @@ def run_bench(library, bench_file, *, kernels=None, selection=(AUTOMATIC,), base
     return BenchRun(report, problems)
 
 
-class _Skipped(Exception):
+class _Skipped(Problem):
     """An implementation that cannot be timed at a shape: a wrong result or a failed launch."""
 
 
-class _NotApplicable(Exception):
+class _NotApplicable(Problem):
     """A variant that `all` brought in but that does not take this shape's arguments (another dtype)."""
 
 

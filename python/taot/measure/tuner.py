@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .benchfile import Shape, load_bench_file
 from .. import IMPORT_ROOT
-from ..errors import TaotError
+from ..errors import Problem, TaotError
 from ..fsutil import write_atomically
 
 # A candidate's outcome. ok: timed in full; pruned: timed briefly, far behind the best; wrong: failed
@@ -46,7 +46,7 @@ class Candidate:
 # file of their own (--backend) defining BACKEND(settings) with the same methods.
 # ---------------------------------------------------------------------------------------------------
 
-class FatalError(Exception):
+class FatalError(Problem):
     """The worker's CUDA context cannot be used any more (a launch failed with a driver error)."""
 
 

@@ -6,6 +6,7 @@ import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import Problem
 from ..triton_api import kernels
 from .keypath import describe
 
@@ -40,23 +41,14 @@ class Decorated:
     layers: tuple = field(default=())  # "autotune" / "heuristics", outermost first
 
 
-class DecoratorProblem(Exception):
-    """A decorator taot cannot take as it is; `expected` and `got` phrase it for a SpecError."""
-
-    def __init__(self, expected, got):
-        super().__init__(f"expected {expected}, got {got}")
-        self.expected = expected
-        self.got = got
-
-
 def unwrap(value):
     """Decorated for a JITFunction possibly wrapped in Autotuner / Heuristics objects; None when
-    `value` is none of these."""
+    `value` is none of these; Problem (expected, got) for a decorator taot cannot take."""
     autotune, heuristics, layers = None, [], []
     while not kernels.is_jit_function(value):
         if kernels.is_autotuner(value):
             if autotune is not None:
-                raise DecoratorProblem("at most one @triton.autotune", "two")
+                raise Problem(expected="at most one @triton.autotune", got="two")
             autotune = _autotune(value)
             layers.append("autotune")
         elif kernels.is_heuristics(value):
@@ -72,8 +64,8 @@ def _autotune(tuner):
     configs, notes = [], []
     for index, (kwargs, options, pre_hook, ir_override) in enumerate(kernels.autotune_configs(tuner)):
         if ir_override:
-            raise DecoratorProblem("triton.Config objects without ir_override (taot compiles from the source)",
-                                   f"configs[{index}] with ir_override={ir_override!r}")
+            raise Problem(expected="triton.Config objects without ir_override (taot compiles from the source)",
+                          got=f"configs[{index}] with ir_override={ir_override!r}")
         if pre_hook is not None:  # Triton runs it before every launch with this config
             hook = getattr(pre_hook, "__name__", None) or repr(pre_hook)
             notes.append(f"configs[{index}] has a pre_hook ({hook}), which Triton runs before every launch with "
@@ -87,17 +79,14 @@ def _autotune(tuner):
 
 # ---- heuristics as expressions ----
 
-class RuleProblem(Exception):
-    """A heuristic function that is not an expression of the arguments; the message says why."""
-
-
 def heuristic_expression(heuristic):
     """The heuristic's body as an expression in the spec's rule language (argument and config field
-    names, next_power_of_2, cdiv, min, max, abs, `x is None`), e.g. "next_power_of_2(n_cols)"."""
+    names, next_power_of_2, cdiv, min, max, abs, `x is None`), e.g. "next_power_of_2(n_cols)". Problem,
+    saying why, when the function is not an expression of the arguments."""
     function = heuristic.function
     code = getattr(function, "__code__", None)
     if code is None:
-        raise RuleProblem(f"{describe(function)} is not a Python function or lambda")
+        raise Problem(f"{describe(function)} is not a Python function or lambda")
     node, parameter = _function_node(function, heuristic.field)
     # The translator rewrites the tree it visits: give it a copy, not the cached file's own nodes.
     translated = _Translator(parameter, _known_values(function)).visit(copy.deepcopy(node))
@@ -120,14 +109,14 @@ def _file_tree(path):
             _parsed_files[key] = ast.parse(text)
         return _parsed_files[key]
     except (OSError, SyntaxError, ValueError):
-        raise RuleProblem(f"its source ({path}) cannot be read") from None
+        raise Problem(f"its source ({path}) cannot be read") from None
 
 
 def _function_node(function, field_name):
     """(expression node, name of its dict parameter) of a lambda or a one-return def."""
     code = function.__code__
     if code.co_argcount != 1:
-        raise RuleProblem("it does not take exactly one argument (the dict of arguments)")
+        raise Problem("it does not take exactly one argument (the dict of arguments)")
     tree = _file_tree(code.co_filename)
     if function.__name__ == "<lambda>":
         candidates = [node for node in ast.walk(tree)
@@ -140,9 +129,9 @@ def _function_node(function, field_name):
             body = [statement for statement in node.body
                     if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))]
             if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-                raise RuleProblem(f"def {node.name} is not a single `return <expression>`")
+                raise Problem(f"def {node.name} is not a single `return <expression>`")
             return body[0].value, node.args.args[0].arg
-    raise RuleProblem("its source cannot be found")
+    raise Problem("its source cannot be found")
 
 
 def _pick_lambda(tree, candidates, field_name, code):
@@ -161,7 +150,7 @@ def _pick_lambda(tree, candidates, field_name, code):
         if any((body.lineno, body.col_offset) <= (line, column) and (line, column) <= (body.end_lineno, body.end_col_offset)
                for line, _, column, _ in positions if column is not None):
             return node
-    raise RuleProblem("several lambdas share its line and taot cannot tell which is this one")
+    raise Problem("several lambdas share its line and taot cannot tell which is this one")
 
 
 def _known_values(function):
@@ -177,7 +166,7 @@ def _known_values(function):
 
 class _Translator(ast.NodeTransformer):
     """args["n"] -> n, triton.next_power_of_2 -> next_power_of_2, module constants -> literals;
-    anything else is a RuleProblem naming the piece of source."""
+    anything else is a Problem naming the piece of source."""
 
     ALLOWED = (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.BinOp, ast.Add, ast.Sub,
                ast.Mult, ast.FloorDiv, ast.Mod, ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
@@ -189,7 +178,7 @@ class _Translator(ast.NodeTransformer):
 
     def generic_visit(self, node):
         if not isinstance(node, self.ALLOWED):
-            raise RuleProblem(f"`{ast.unparse(node)}` is {type(node).__name__} syntax, which a launch-time rule "
+            raise Problem(f"`{ast.unparse(node)}` is {type(node).__name__} syntax, which a launch-time rule "
                               "cannot hold")
         return super().generic_visit(node)
 
@@ -197,21 +186,21 @@ class _Translator(ast.NodeTransformer):
         if isinstance(node.value, ast.Name) and node.value.id == self.parameter and \
                 isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
             return ast.copy_location(ast.Name(node.slice.value, ast.Load()), node)
-        raise RuleProblem(f"`{ast.unparse(node)}` indexes something other than {self.parameter}[\"name\"]")
+        raise Problem(f"`{ast.unparse(node)}` indexes something other than {self.parameter}[\"name\"]")
 
     def visit_Name(self, node):
         if node.id in self.known:
             return ast.copy_location(ast.Constant(self.known[node.id]), node)
         if node.id == self.parameter:
-            raise RuleProblem(f"it uses {self.parameter} other than as {self.parameter}[\"name\"]")
-        raise RuleProblem(f"`{node.id}` is neither an argument ({self.parameter}[\"{node.id}\"]) nor a constant")
+            raise Problem(f"it uses {self.parameter} other than as {self.parameter}[\"name\"]")
+        raise Problem(f"`{node.id}` is neither an argument ({self.parameter}[\"{node.id}\"]) nor a constant")
 
     def visit_Attribute(self, node):
         inner = node.value
         if isinstance(inner, ast.Subscript):
-            raise RuleProblem(f"`{ast.unparse(node)}` reads .{node.attr} of a tensor, which is not known at "
+            raise Problem(f"`{ast.unparse(node)}` reads .{node.attr} of a tensor, which is not known at "
                               "launch in C++ (taot sees pointers and numbers)")
-        raise RuleProblem(f"`{ast.unparse(node)}` is not one of the functions {', '.join(RULE_FUNCTIONS)}")
+        raise Problem(f"`{ast.unparse(node)}` is not one of the functions {', '.join(RULE_FUNCTIONS)}")
 
     def visit_Call(self, node):
         name = _call_name(node.func)
@@ -220,7 +209,7 @@ class _Translator(ast.NodeTransformer):
             return inner if name == "int" else ast.copy_location(
                 ast.Compare(inner, [ast.NotEq()], [ast.Constant(0)]), node)
         if name not in RULE_FUNCTIONS or node.keywords:
-            raise RuleProblem(f"`{ast.unparse(node)}` calls something other than {', '.join(RULE_FUNCTIONS)}")
+            raise Problem(f"`{ast.unparse(node)}` calls something other than {', '.join(RULE_FUNCTIONS)}")
         return ast.copy_location(ast.Call(ast.Name(name, ast.Load()), [self.visit(arg) for arg in node.args], []),
                                  node)
 

@@ -1,6 +1,7 @@
 # The two small expression languages of a spec: `where` filters and grid entries (parsed, checked, folded).
 import ast
 
+from ..errors import Problem
 from .keypath import describe
 
 def next_power_of_2(value):
@@ -25,7 +26,7 @@ _WHERE_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.No
                 ast.IfExp, ast.Name, ast.Load, ast.Constant, ast.Attribute, ast.Call, ast.List, ast.Tuple)
 
 
-class ExpressionProblem(Exception):
+class ExpressionProblem(Problem):
     """An expression outside its language; the message says why. `unknown_name`: the name it
     reads that is none of those it may read, if that is the problem."""
 

@@ -3,8 +3,10 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from ..errors import Problem
 
-class PythonFileError(Exception):
+
+class PythonFileError(Problem):
     """The file raised while importing; str() is a one-line summary with the line in that file."""
 
 

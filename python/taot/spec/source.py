@@ -3,20 +3,12 @@
 import hashlib
 from pathlib import Path
 
+from ..errors import Problem
 from .decorators import unwrap
 from .pyfile import PythonFileError, import_file, module_name_for
 
 # (resolved path, content digest) -> module, so a file edited between builds is imported afresh.
 _modules = {}
-
-
-class SourceProblem(Exception):
-    """The source file or function is not usable; `expected` and `got` phrase it for a SpecError."""
-
-    def __init__(self, expected, got):
-        super().__init__(f"expected {expected}, got {got}")
-        self.expected = expected
-        self.got = got
 
 
 def import_source(path):
@@ -25,7 +17,7 @@ def import_source(path):
     try:
         content = path.read_bytes()
     except OSError as error:
-        raise SourceProblem("a readable Python file", f"{path} ({error.strerror})") from None
+        raise Problem(expected="a readable Python file", got=f"{path} ({error.strerror})") from None
     digest = hashlib.sha256(content).hexdigest()
     cached = _modules.get((path, digest))
     if cached is not None:
@@ -33,7 +25,7 @@ def import_source(path):
     try:
         module = import_file(path, module_name_for("kernel", path, digest[:12]))
     except PythonFileError as error:
-        raise SourceProblem("a Python file that imports cleanly", str(error)) from None
+        raise Problem(expected="a Python file that imports cleanly", got=str(error)) from None
     _modules[(path, digest)] = module
     return module
 
@@ -51,17 +43,17 @@ def _is_kernel(value):
 
 def find_kernel(module, name, source_label):
     """The kernel `name` of `module` as a decorators.Decorated: the @triton.jit function and the
-    @triton.autotune / @triton.heuristics around it. SourceProblem when absent or not a kernel;
-    decorators.DecoratorProblem for a decorator taot cannot take."""
+    @triton.autotune / @triton.heuristics around it. errors.Problem (expected, got) when
+    absent or not a kernel, or for a decorator taot cannot take."""
     value = getattr(module, name, None)
     if value is None:
         names = jit_function_names(module)
         has = ", ".join(names) if names else "none"
-        raise SourceProblem(f"a @triton.jit function of {source_label} (it has: {has})",
-                            f'"{name}", which it does not define')
+        raise Problem(expected=f"a @triton.jit function of {source_label} (it has: {has})",
+                      got=f'"{name}", which it does not define')
     decorated = unwrap(value)
     if decorated is None:
-        raise SourceProblem("the name of a @triton.jit function", f'"{name}", which is {_kind_of(value)}')
+        raise Problem(expected="the name of a @triton.jit function", got=f'"{name}", which is {_kind_of(value)}')
     return decorated
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from . import decorators, resolve, source as kernel_source, variants
 from .keypath import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
-from ..errors import SpecError
+from ..errors import Problem, SpecError
 from .. import triton_api
 from ..triton_api import compiler as triton_compiler, options as triton_options
 from .expressions import ExpressionProblem, grid_from_python, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
@@ -267,11 +267,11 @@ def _source_path(node, spec_folder):
 def _decorated_function(kernel_node, source, function_node):
     try:
         module = kernel_source.import_source(source)
-    except kernel_source.SourceProblem as problem:
+    except Problem as problem:
         raise kernel_node.key("source").error(problem.expected, problem.got) from None
     try:
         return kernel_source.find_kernel(module, function_node.value, source.name)
-    except (kernel_source.SourceProblem, decorators.DecoratorProblem) as problem:
+    except Problem as problem:
         raise function_node.error(problem.expected, problem.got) from None
 
 
@@ -950,7 +950,7 @@ def _heuristic_texts(node, decorated):
         where = f"{node.path}.function(@triton.heuristics).{heuristic.field}"
         try:
             text = decorators.heuristic_expression(heuristic)
-        except decorators.RuleProblem as problem:
+        except Problem as problem:
             location = decorators.source_location(heuristic.function)
             if heuristic.field in described and heuristic.field in filtered:
                 notes.append(f"@triton.heuristics {heuristic.field} ({location}) is not evaluated at launch "

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, replace
 
 from .keypath import describe
-from ..errors import SpecError
+from ..errors import SpecError, TooManyVariants
 from .expressions import ExpressionProblem, fold_grid
 from .arg_kinds import ARG_KINDS
 from ..triton_api.options import ABBREVIATIONS
@@ -74,10 +74,6 @@ class Result:
     kernel: object     # the KernelSpec, with defaults taot derived filled in
     variants: list
     summary: Summary
-
-
-class TooManyVariants(SpecError):
-    """A kernel makes more variants than --max-variants allows."""
 
 
 @dataclass(frozen=True)

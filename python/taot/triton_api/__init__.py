@@ -7,12 +7,8 @@
 import os
 import sys
 
-from ..errors import TaotError
+from ..errors import UnsupportedTriton
 from . import versions
-
-
-class UnsupportedTriton(TaotError):
-    """The Python taot runs has no Triton, or one outside the supported range."""
 
 
 def _installed_release():

@@ -15,6 +15,7 @@ from triton.backends.compiler import Language
 from triton.compiler.compiler import IRSource
 
 from . import RELEASE, compiler
+from ..errors import Problem
 
 
 # ---- modules ----
@@ -28,7 +29,7 @@ def new_context(capability):
     return context
 
 
-class ParseFailed(Exception):
+class ParseFailed(Problem):
     """MLIR could not parse a file; what it said went to file descriptor 2 (read it from there)."""
 
 
@@ -107,7 +108,7 @@ class PassCall:
             pass_manager.run(module.handle)
 
 
-class _StageReachedRun(Exception):
+class _StageReachedRun(Problem):
     """Raised by the recording pass manager's run(): the stage function stops where its passes would run."""
 
 

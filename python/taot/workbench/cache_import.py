@@ -16,13 +16,13 @@ import tomllib
 from pathlib import Path
 
 from ..compile import artifacts
-from ..spec import decorators, source as kernel_source
+from ..spec import source as kernel_source
 from ..compile.engine import plan_jobs, remove_stale_artifacts
 from . import cache_recovery
 from .cache_recovery import NotRecovered
 from ..spec.keypath import describe
 from ..spec.dtypes import DTYPES, spec_dtype_name, triton_dtype
-from ..errors import SpecError, TaotError
+from ..errors import Problem, SpecError, TaotError
 from ..spec.expressions import ExpressionProblem, fold_grid, parse_grid
 from ..fsutil import canonical_json, write_if_changed
 from ..compile.ir_files import DEFAULT_MODE
@@ -221,7 +221,7 @@ def _import_kernel(name, entries, grid, spec_path, library_name, outdir, ir, not
 
 
 def _load_function(entry, name):
-    """(the kernel's decorators.Decorated, None), or (None, why not)."""
+    """(the kernel's spec.decorators.Decorated, None), or (None, why not)."""
     if not entry.source_file:
         return None, "the IR names no Python file"
     path = Path(entry.source_file)
@@ -229,11 +229,11 @@ def _load_function(entry, name):
         return None, f"its Python file {path} is not there"
     try:
         return kernel_source.find_kernel(kernel_source.import_source(path), name, path.name), None
-    except (kernel_source.SourceProblem, decorators.DecoratorProblem) as problem:
+    except Problem as problem:
         return None, f"{path}: {problem}"
 
 
-class _Inexact(Exception):
+class _Inexact(Problem):
     """A spec cannot compile exactly these entries; the message says why."""
 
 

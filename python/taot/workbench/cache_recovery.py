@@ -10,6 +10,7 @@ import ast
 import dataclasses
 import textwrap
 
+from ..errors import Problem
 from ..spec.arg_kinds import ARG_KINDS
 from ..triton_api import VERSION, jit
 from .triton_cache import element_types, integer_constants
@@ -25,7 +26,7 @@ _UNSIGNED = {"i8": "u8", "i16": "u16", "i32": "u32", "i64": "u64"}
 _ABSENT = object()  # a candidate that is a runtime parameter (no constexpr value)
 
 
-class NotRecovered(Exception):
+class NotRecovered(Problem):
     """The entry's compile inputs could not be recovered; the message says why."""
 
 

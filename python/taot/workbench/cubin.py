@@ -4,6 +4,8 @@
 import struct
 from dataclasses import dataclass
 
+from ..errors import Problem
+
 EM_CUDA = 190
 
 # .nv.info attribute records: a format byte, an attribute byte, then by format: nothing, one byte,
@@ -13,7 +15,7 @@ _KPARAM_INFO = 0x17
 _REQNTID = 0x10
 
 
-class CubinError(ValueError):
+class CubinError(Problem):
     """The bytes are not a cubin this reader understands; the message says what is wrong."""
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import triton_api
 from ..compile import ir_files
-from ..errors import TaotError
+from ..errors import PassFailed, TaotError
 from ..compile.jobs import captured_output, diagnostic_lines, json_safe
 from ..spec.targets import Target, parse_target
 from ..triton_api import compiler as triton_compiler, options as triton_options
@@ -275,18 +275,6 @@ def select_steps(steps, selection, pipeline):
 
 
 # ---- running ----
-
-class PassFailed(TaotError):
-    """A step failed: which one, and what MLIR or LLVM said."""
-
-    def __init__(self, step, diagnostics, before_file=None):
-        self.step = step
-        self.diagnostics = diagnostics
-        detail = "\n".join(diagnostics)
-        what = step.name if step.is_translation else f"{step.name} ({step.function})"
-        kept = f"; the IR it was given is {before_file}" if before_file else ""
-        super().__init__(f"pass {step.index} {what} failed{kept}:\n{detail}")
-
 
 @dataclasses.dataclass(frozen=True)
 class StepResult:

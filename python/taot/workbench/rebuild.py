@@ -21,7 +21,7 @@ from pathlib import Path
 from . import cubin as cubin_reader
 from .. import triton_api
 from ..triton_api import versions
-from ..errors import TaotError
+from ..errors import RebuildError, SignatureMismatch
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
 
@@ -35,14 +35,6 @@ KERNEL_KEYS = ("name", "num_warps", "num_ctas", "shared", "tmem_size", "global_s
 _OPTIONS_NOT_CARRIED = ("extern_libs", "arch", "ir_override")
 
 ERROR_LINES = 20
-
-
-class RebuildError(TaotError):
-    """The edited file could not be rebuilt (unreadable, malformed, or Triton/ptxas refused it)."""
-
-
-class SignatureMismatch(TaotError):
-    """The rebuilt kernel's name or parameters differ from the kernel it is to replace."""
 
 
 @dataclass

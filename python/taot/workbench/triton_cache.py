@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import Problem
 from ..spec import arg_kinds
 from ..spec.arg_kinds import IR_SCALAR_TYPES
 
@@ -25,7 +26,7 @@ MLIR_DTYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "f8E
 SCALAR_TYPES = {ir_type: (kind.name, type_name) for ir_type, (kind, type_name) in IR_SCALAR_TYPES.items()}
 
 
-class CacheProblem(Exception):
+class CacheProblem(Problem):
     """A cache entry that cannot be read as a compiled kernel; the message says what is wrong."""
 
 
