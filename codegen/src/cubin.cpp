@@ -10,6 +10,7 @@
 // 32-bit value. A kernel's own list (.nv.info.<name>) holds one EIATTR_KPARAM_INFO per parameter:
 // a 12-byte SVAL of a 32-bit index, a 16-bit ordinal, a 16-bit offset and a 32-bit word whose
 // bits 18-31 are the size in bytes (what `cuobjdump -elf` prints as Ordinal, Offset and Size).
+// .nv.compat is a list of the same shape saying what a driver must support to load the cubin.
 #include "taot/codegen/cubin.h"
 
 #include <algorithm>
@@ -22,6 +23,7 @@ namespace taot::codegen {
 
 namespace {
 
+constexpr std::uint8_t kFormatBval = 0x02;  // EIFMT_BVAL: one byte inline
 constexpr std::uint8_t kFormatSval = 0x04;  // EIFMT_SVAL: size + bytes; the others carry 16 bits inline
 constexpr std::uint8_t kAttrFrameSize = 0x11;
 constexpr std::uint8_t kAttrMinStackSize = 0x12;
@@ -29,6 +31,7 @@ constexpr std::uint8_t kAttrKernelParamInfo = 0x17;
 constexpr std::uint8_t kAttrMaxRegCount = 0x1b;
 constexpr std::uint8_t kAttrMaxStackSize = 0x23;
 constexpr std::uint8_t kAttrRegCount = 0x2f;
+constexpr std::uint8_t kCompatAcceleratorTarget = 0x09;  // EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET, in .nv.compat
 
 constexpr std::uint8_t kSymbolTypeFunction = 2;  // STT_FUNC
 constexpr std::uint8_t kOtherCudaEntry = 0x10;   // STO_CUDA_ENTRY
@@ -72,8 +75,10 @@ class Reader {
 };
 
 // The architecture in e_flags: ABI version 7 and before keep sm in bits 0-7 and
-// EF_CUDA_ACCELERATORS in bit 11; version 8 (Blackwell's ptxas) keeps sm in bits 8-15 and
-// "accelerators" in bit 3.
+// EF_CUDA_ACCELERATORS (the "a" of sm_90a) in bit 11; version 8 keeps sm in bits 8-15, and ptxas
+// 12.8-12.9 the "a" in bit 3. ptxas 13 writes version 8 for every sm and leaves the "a" out of
+// e_flags (sm_90 and sm_90a get the same flags); it is in .nv.compat instead (read_cubin). The
+// vectors: tests/unit/codegen/data/cubin_targets.json.
 void decode_flags(std::uint8_t abi_version, std::uint32_t flags, CubinInfo& info) {
   if (abi_version >= 8) {
     info.arch = (flags >> 8) & 0xff;
@@ -165,6 +170,16 @@ Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name) 
     } else if (section_name.starts_with(".nv.constant0.")) {
       if (FunctionResources* function = function_named(section_name.substr(14)))
         function->constant0 = static_cast<std::uint32_t>(section.size);
+    }
+    if (section_name == ".nv.compat") {
+      for (std::uint64_t at = section.offset; at + 4 <= section.offset + section.file_size;) {
+        const auto format = reader.read<std::uint8_t>(at);
+        if (format == kFormatBval && reader.read<std::uint8_t>(at + 1) == kCompatAcceleratorTarget &&
+            reader.read<std::uint8_t>(at + 2) != 0)
+          info.arch_specific = true;
+        at += 4 + (format == kFormatSval ? reader.read<std::uint16_t>(at + 2) : 0);
+      }
+      continue;
     }
     if (section_name != ".nv.info" && !section_name.starts_with(".nv.info.")) continue;
     // A per-function list (.nv.info.<name>) holds its MAXREG_COUNT inline.

@@ -2,12 +2,13 @@
 # file's stage and kernel, rebuilding in a child process, the signature check, MLIR without locations.
 import gzip
 import hashlib
+import json
 import struct
 import textwrap
 
 import pytest
 
-from conftest import REPO  # noqa: F401 (puts python/ on sys.path)
+from conftest import REPO  # also puts python/ on sys.path
 from taot.errors import RebuildError, SignatureMismatch
 from taot.workbench import cubin, rebuild
 from taot.workbench.cache_swap import without_locations
@@ -54,35 +55,19 @@ def reference(compiled):
 
 def test_a_cubin_names_its_kernel_parameter_sizes_threads_and_sm(compiled):
     read = cubin.read(compiled[1]["cubin"])
-    assert read.sm == 90
+    assert (read.sm, read.target) == (90, "sm_90a")  # Triton compiles capability 90 for sm_90a
     assert read.kernels == {"copy_kernel": cubin.Kernel("copy_kernel", (8, 8, 4, 8, 8), (256, 1, 1))}
 
 
-def cubin_header(abi_version, flags):
-    """A CUDA ELF with no kernels: the header (EI_ABIVERSION `abi_version`, e_flags `flags`) and a
-    section header table holding the null section and the section name table."""
-    names = b"\0.shstrtab\0"
-    elf = bytearray(64)
-    elf[:9] = b"\x7fELF\x02\x01\x01\x33" + bytes([abi_version])
-    struct.pack_into("<HHI", elf, 16, 2, cubin.EM_CUDA, 1)
-    struct.pack_into("<QI", elf, 40, 64 + len(names), flags)
-    struct.pack_into("<HHHHHH", elf, 52, 64, 0, 0, 64, 2, 1)
-    elf += names
-    elf += bytes(64)  # the null section
-    elf += struct.pack("<IIQQQQIIQQ", 1, 3, 0, 0, 64, len(names), 0, 0, 1, 0)  # .shstrtab (SHT_STRTAB)
-    return bytes(elf)
+CUBIN_TARGETS = REPO / "tests" / "unit" / "codegen" / "data" / "cubin_targets.json"
 
 
-@pytest.mark.parametrize("abi_version, flags, sm", [
-    (7, 0x500550, 80),    # ptxas 12: sm in bits 0-7
-    (7, 0x5a0d5a, 90),    # sm_90a (Triton up to 3.8)
-    (8, 0x9005a04, 90),   # ptxas 13 (Triton 3.9's sm_90): sm in bits 8-15
-    (8, 0x900640a, 100),  # sm_100a
-    (8, 0x9007802, 120),
-])
-def test_the_sm_of_both_elf_header_layouts(abi_version, flags, sm):
-    """The same vectors as codegen/src/cubin.cpp's reader is tested with (tests/unit/codegen/cubin_test.cpp)."""
-    assert cubin.read(cubin_header(abi_version, flags)) == cubin.Cubin(sm=sm, kernels={})
+@pytest.mark.parametrize("row", json.loads(CUBIN_TARGETS.read_text())["cubins"], ids=lambda row: row["file"])
+def test_the_target_of_real_cubins_of_each_triton_and_ptxas(row):
+    """The table codegen/src/cubin.cpp's reader is tested with too (tests/unit/codegen/cubin_test.cpp):
+    e_flags of ELF ABI 7 and 8, and ptxas 13's "a" kept in .nv.compat only."""
+    read = cubin.read((CUBIN_TARGETS.parent / row["file"]).read_bytes())
+    assert read.target == row["target"], row["made_by"]
 
 
 def test_what_is_not_a_cubin_is_named():

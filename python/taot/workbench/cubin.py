@@ -1,6 +1,7 @@
-# What a cubin (a CUDA ELF file) says about its kernels, read without cuobjdump: the SM it was built
-# for, each kernel's parameter sizes (.nv.info.<kernel>: EIATTR_KPARAM_INFO) and the thread count
-# it requires (EIATTR_REQNTID), enough to check that a cubin fits a launch.
+# What a cubin (a CUDA ELF file) says about its kernels, read without cuobjdump: the target it was
+# built for, each kernel's parameter sizes (.nv.info.<kernel>: EIATTR_KPARAM_INFO) and the thread
+# count it requires (EIATTR_REQNTID), enough to check that a cubin fits a launch. The target is read
+# as codegen/src/cubin.cpp reads it; both are tested on tests/unit/codegen/data/cubin_targets.json.
 import struct
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ EM_CUDA = 190
 _FORMAT_NVAL, _FORMAT_BVAL, _FORMAT_HVAL, _FORMAT_SVAL = 0x01, 0x02, 0x03, 0x04
 _KPARAM_INFO = 0x17
 _REQNTID = 0x10
+_COMPAT_ACCELERATOR_TARGET = 0x09  # in .nv.compat: EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET
 
 
 class CubinError(Problem):
@@ -28,8 +30,13 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Cubin:
-    sm: int                       # e.g. 90 (the "a" of sm_90a is not told apart)
+    sm: int                       # e.g. 90
+    arch_specific: bool           # built for sm_90a rather than sm_90
     kernels: dict                 # name -> Kernel, for every kernel entry
+
+    @property
+    def target(self):
+        return f"sm_{self.sm}{'a' if self.arch_specific else ''}"
 
 
 def read(data):
@@ -43,20 +50,36 @@ def read(data):
     if machine != EM_CUDA:
         raise CubinError(f"an ELF file for machine {machine}, not CUDA ({EM_CUDA})")
     abi_version, flags = data[8], struct.unpack_from("<I", data, 48)[0]
+    sm, arch_specific = _arch(abi_version, flags)
     kernels = {}
     for name, body in _sections(data):
         if name.startswith(".nv.info."):
             kernel = _kernel(name[len(".nv.info."):], body)
             if kernel is not None:
                 kernels[kernel.name] = kernel
-    return Cubin(sm=_sm(abi_version, flags), kernels=kernels)
+        elif name == ".nv.compat":
+            arch_specific = arch_specific or _compat_says_arch_specific(body)
+    return Cubin(sm=sm, arch_specific=arch_specific, kernels=kernels)
 
 
-def _sm(abi_version, flags):
-    """The SM in e_flags (as codegen/src/cubin.cpp decode_flags reads it): ELF ABI version 7 and
-    before keep it in bits 0-7; version 8 (ptxas 13's, used for sm_100+ and, from Triton 3.9, for sm_90)
-    in bits 8-15."""
-    return (flags >> 8) & 0xFF if abi_version >= 8 else flags & 0xFF
+def _arch(abi_version, flags):
+    """(sm, arch-specific) from e_flags: ELF ABI version 7 and before keep the sm in bits 0-7 and
+    the "a" in bit 11; version 8 keeps the sm in bits 8-15, and ptxas 12.8-12.9 the "a" in bit 3.
+    ptxas 13 writes version 8 for every sm and keeps the "a" in .nv.compat only."""
+    if abi_version >= 8:
+        return (flags >> 8) & 0xFF, bool(flags & 0x8)
+    return flags & 0xFF, bool(flags & 0x800)
+
+
+def _compat_says_arch_specific(body):
+    """Whether .nv.compat (records shaped as .nv.info's) sets CUDA_ACCELERATOR_TARGET."""
+    position = 0
+    while position + 4 <= len(body):
+        kind, attribute = body[position], body[position + 1]
+        if kind == _FORMAT_BVAL and attribute == _COMPAT_ACCELERATOR_TARGET and body[position + 2]:
+            return True
+        position += 4 + (struct.unpack_from("<H", body, position + 2)[0] if kind == _FORMAT_SVAL else 0)
+    return False
 
 
 def _sections(data):

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "fake_cubin.h"
 #include "taot/codegen/cubin.h"
@@ -53,13 +56,37 @@ TEST(Cubin, ReadsTheArchitectureOfBothHeaderLayouts) {
   Expected<CubinInfo> sm80 = read_cubin(fake_cubin({kernel}, 7, 0x500550), "a");
   ASSERT_TRUE(sm80.ok());
   EXPECT_EQ(sm80->target(), "sm_80");
-  // ABI version 8 (ptxas-blackwell): sm in bits 8-15, "a" in bit 3.
+  // ABI version 8: sm in bits 8-15; ptxas 12.8-12.9 keep the "a" in bit 3.
   Expected<CubinInfo> sm100 = read_cubin(fake_cubin({kernel}, 8, 0x900640a), "b");
   ASSERT_TRUE(sm100.ok());
   EXPECT_EQ(sm100->target(), "sm_100a");
   Expected<CubinInfo> sm120 = read_cubin(fake_cubin({kernel}, 8, 0x9007802), "c");
   ASSERT_TRUE(sm120.ok());
   EXPECT_EQ(sm120->target(), "sm_120");
+  // ptxas 13's flags for sm_90 and sm_90a alike (bit 2 is set for sm_80 too): without .nv.compat's
+  // CUDA_ACCELERATOR_TARGET, plain sm_90.
+  Expected<CubinInfo> sm90 = read_cubin(fake_cubin({kernel}, 8, 0x9005a04), "d");
+  ASSERT_TRUE(sm90.ok());
+  EXPECT_EQ(sm90->target(), "sm_90");
+}
+
+// Real cubins of Triton 3.6 and 3.9 and of ptxas 12.9 and 13.0, with the target cuobjdump prints for
+// each: the table python/taot/workbench/cubin.py is tested with too (tests/python/test_rebuild.py).
+// Among them: Triton 3.9's sm_90a cubin (ELF ABI 8, e_flags 0x9005a04), whose "a" only .nv.compat
+// holds, and ptxas 13.0's sm_90 and sm_90a cubins, whose e_flags are the same.
+TEST(Cubin, ReadsTheTargetOfRealCubinsOfEachTritonAndPtxas) {
+  const std::filesystem::path data = TAOT_TEST_DATA;
+  std::ifstream table_file(data / "cubin_targets.json");
+  ASSERT_TRUE(table_file) << "no " << (data / "cubin_targets.json");
+  const nlohmann::json table = nlohmann::json::parse(table_file);
+  ASSERT_GE(table.at("cubins").size(), 10u);
+  for (const nlohmann::json& row : table.at("cubins")) {
+    const std::string file = row.at("file");
+    Expected<CubinInfo> info = read_cubin_file(data / file);
+    ASSERT_TRUE(info.ok()) << info.status().message();
+    EXPECT_EQ(info->target(), row.at("target").get<std::string>()) << file << ": " << row.at("made_by");
+    EXPECT_FALSE(info->functions.empty()) << file;
+  }
 }
 
 TEST(Cubin, RefusesWhatIsNoCubinNamingIt) {

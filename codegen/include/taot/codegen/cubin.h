@@ -44,7 +44,7 @@ struct FunctionResources {
 
 struct CubinInfo {
   std::uint32_t arch = 0;            // compute capability as major*10+minor (90 for sm_90)
-  bool arch_specific = false;        // built for sm_XXa (EF_CUDA_ACCELERATORS)
+  bool arch_specific = false;        // built for sm_XXa (e_flags or .nv.compat: EF_CUDA_ACCELERATORS)
   std::uint32_t reserved_shared = 0; // .nv.shared.reserved.* together: shared memory reserved per block
   std::vector<FunctionResources> functions;  // every function symbol, in symbol-table order
 
