@@ -1,4 +1,4 @@
-"""The same kernel call timed three ways, side by side (issue G's figure): vector add (n = 2^16 ..
+"""The same kernel call timed three ways, side by side: vector add (n = 2^16 ..
 2^26), softmax (4096 rows of 1024 .. 16384 columns) and matmul (M = 16, 512, 4096 at N = K = 4096,
 bf16), each call made by the example's bench file (examples/<library>/bench_<library>.py: make_args,
 the shapes' dimensions, the reference) and launched through the library's generated module with the

@@ -6,7 +6,7 @@ Python); the config column shows the runtime's choice. GPU time per call: triton
 median (CUDA events around each call, L2 flushed before each, so the CPU launch cost is hidden
 behind the flush); GB/s counts reading x, weight and bias and writing y once (the 8 bytes per row of
 mean and rstd are left out: torch writes them too). Needs the generated module layer_norm on
-PYTHONPATH (scripts/gpu_examples.sh builds it); without torch or a GPU it says so and exits 0."""
+PYTHONPATH (scripts/gpu.sh bench builds it); without torch or a GPU it says so and exits 0."""
 import sys
 from pathlib import Path
 

@@ -6,7 +6,7 @@ without fast accumulation) and "fp8 fast" (FAST_ACCUM tiles, against cuBLAS with
 at 8192^3 and at M in {16, 128, 4096} with N = K in {4096, 8192}. GPU time per call:
 triton.testing.do_bench median (CUDA events around each call, L2 flushed before each);
 TFLOP/s = 2 M N K / time. Needs the generated modules matmul and matmul_fp8 on
-PYTHONPATH (scripts/gpu_examples.sh builds them); without torch or a GPU it says so and exits 0."""
+PYTHONPATH (scripts/gpu.sh bench builds them); without torch or a GPU it says so and exits 0."""
 import sys
 from pathlib import Path
 

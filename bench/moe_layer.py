@@ -5,7 +5,7 @@ The GEMM tile comes from the tuned table for the device (examples/fused_moe/tune
 format): the taot runtime looks it up by M, the JIT path applies vLLM's nearest-M rule to the same
 file (the spec's default tile on a device without one); the tile column shows it.
 End-to-end time per layer call (CPU launch cost included): triton.testing.do_bench median, ms.
-Needs the generated module fused_moe on PYTHONPATH (scripts/gpu_suite.sh builds it)."""
+Needs the generated module fused_moe on PYTHONPATH (scripts/gpu.sh bench builds it)."""
 import math
 import sys
 from pathlib import Path

@@ -7,7 +7,7 @@ Batches of 256 calls after a sync (fewer than the launch queue holds, so the CPU
 rounds interleaved, medians. Then each taot call again on a grid of 0 programs: the module's own
 cost, without cuLaunchKernel.
 
-Needs the generated modules on PYTHONPATH (scripts/gpu_suite.sh builds both):
+Needs the generated modules on PYTHONPATH (scripts/gpu.sh bench builds both; so does python3 tests/gpu_modules.py SPEC...):
   PYTHONPATH=<vector_add module dir>:<fused_moe module dir> python3 bench/python_launch_overhead.py
 Without the fused_moe module, part (b) is skipped with a line saying so."""
 import importlib
@@ -29,7 +29,7 @@ N = 1024
 # The fused MoE launch: a few tokens routed to top_k of E experts, in bf16.
 TOKENS, EXPERTS, TOP_K, MOE_N, MOE_K = 4, 8, 2, 256, 256
 MOE_CONFIG = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=64, BLOCK_SIZE_K=128, GROUP_SIZE_M=1, num_warps=4, num_stages=3)
-TARGETS = {"bound": 0.5, "keywords": 1.0, "vector": 0.5}  # issue 10: at most this many torch.adds
+TARGETS = {"bound": 0.5, "keywords": 1.0, "vector": 0.5}  # at most this many torch.adds: the figures' targets
 
 
 def load_source(path, name):

@@ -5,7 +5,7 @@ and the same kernel and config through Triton JIT (jit.py), for 4096 rows x {102
 runtime's choice. GPU time per call: triton.testing.do_bench median (CUDA events around each call,
 L2 flushed before each, so the CPU launch cost is hidden behind the flush); GB/s counts reading x
 and writing y once. Needs the generated module softmax on PYTHONPATH
-(scripts/gpu_examples.sh builds it); without torch or a GPU it says so and exits 0."""
+(scripts/gpu.sh bench builds it); without torch or a GPU it says so and exits 0."""
 import sys
 from pathlib import Path
 

@@ -1,5 +1,5 @@
 # fused_moe_tune.toml over a wider part of vLLM's MoE tuning grid, for the figure of `taot tune` on
-# one GPU against every GPU of the host (scripts/gpu_measure.sh PART=tune-scaling): the 64-config
+# one GPU against every GPU of the host (scripts/gpu.sh measure tune-scaling): the 64-config
 # library tunes in about 25 s on one H200, of which starting the workers and checking the table are
 # a fixed few seconds that more GPUs cannot shorten, so the speed-up of a real search shows on a
 # larger one. Same kernel, arguments, bench file and library name (the bench file names it); only
