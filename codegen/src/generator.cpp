@@ -18,6 +18,7 @@
 #include "names.h"
 #include "taot/codegen/launch_check.h"
 #include "taot/codegen/sha256.h"
+#include "taot/image_fields.h"
 #include "templates.h"
 
 namespace taot::codegen {
@@ -166,6 +167,36 @@ mstch::array value_list(const std::vector<std::string>& values) {
   return as_list(std::move(items));
 }
 
+// The members of taot::table::Image, in taot/image_fields.h's order: each image's row is written
+// from this list, one value per member (image_value).
+enum class ImageField : std::uint8_t {
+#define TAOT_IMAGE_ENUMERATOR(field, type, manifest_key, info, python, compare) field,
+  TAOT_IMAGE_FIELDS(TAOT_IMAGE_ENUMERATOR)
+#undef TAOT_IMAGE_ENUMERATOR
+};
+
+constexpr ImageField kImageFields[] = {
+#define TAOT_IMAGE_FIELD_VALUE(field, type, manifest_key, info, python, compare) ImageField::field,
+    TAOT_IMAGE_FIELDS(TAOT_IMAGE_FIELD_VALUE)
+#undef TAOT_IMAGE_FIELD_VALUE
+};
+
+// The members' names, for the comment above each table of images, in lines of at most 100 columns.
+std::vector<std::string> image_field_lines() {
+  static constexpr std::string_view kNames[] = {
+#define TAOT_IMAGE_FIELD_NAME(field, type, manifest_key, info, python, compare) #field,
+      TAOT_IMAGE_FIELDS(TAOT_IMAGE_FIELD_NAME)
+#undef TAOT_IMAGE_FIELD_NAME
+  };
+  std::vector<std::string> lines(1);
+  for (std::size_t i = 0; i < std::size(kNames); ++i) {
+    const std::string item = std::string(kNames[i]) + (i + 1 < std::size(kNames) ? "," : "");
+    if (!lines.back().empty() && 3 + lines.back().size() + 1 + item.size() > 100) lines.emplace_back();
+    lines.back() += (lines.back().empty() ? "" : " ") + item;
+  }
+  return lines;
+}
+
 // One embedded array per distinct cubin, in order of first use.
 struct Cubin {
   std::string sha256;
@@ -196,6 +227,8 @@ class Renderer {
         {"library_literal", c_string_literal(manifest_.library)},
         {"guard", guard()},
         {"python", python_},
+        {"image_field_count", number(std::size(kImageFields))},
+        {"image_fields", value_list(image_field_lines())},
     };
     std::vector<mstch::map> kernels;
     for (const Kernel& kernel : manifest_.kernels) kernels.push_back(kernel_context(kernel));
@@ -510,41 +543,13 @@ class Renderer {
         });
       }
       const bool has_tensordescs = !tensordescs.empty();
+      std::vector<std::string> row;
+      for (ImageField field : kImageFields) row.push_back(image_value(field, image, cubin, prefix, i));
       images.push_back(mstch::map{
           {"image_index", number(i)},
           {"has_tensordescs", has_tensordescs},
           {"tensordescs", as_list(std::move(tensordescs))},
-          {"tensordescs_ref", has_tensordescs ? fmt::format("{}image_{}_tensordescs", prefix, i) : std::string("nullptr")},
-          {"tensordesc_count", number(image.tensordesc_meta.size())},
-          {"tensordesc_layout", std::string(tensordesc_layout_enumerator(image.launch_abi.tensordesc_layout))},
-          {"target", c_string_literal(image.target)},
-          {"arch", number(image.arch)},
-          {"arch_specific", boolean(image.arch_specific)},
-          {"cubin_index", number(cubin)},
-          {"cubin_size", number(cubins_[cubin].bytes.size())},
-          {"function_name", c_string_literal(image.function_name)},
-          {"shared", number(image.shared)},
-          {"num_warps", number(image.num_warps)},
-          {"num_ctas", number(image.num_ctas)},
-          {"cluster_x", number(image.cluster_dims[0])},
-          {"cluster_y", number(image.cluster_dims[1])},
-          {"cluster_z", number(image.cluster_dims[2])},
-          {"global_scratch_size", detail::uint64_literal(image.global_scratch_size)},
-          {"global_scratch_align", number(image.global_scratch_align)},
-          {"profile_scratch_size", detail::uint64_literal(image.profile_scratch_size)},
-          {"profile_scratch_align", number(image.profile_scratch_align)},
-          {"cooperative", boolean(image.launch_cooperative_grid)},
-          {"pdl", boolean(image.launch_pdl)},
-          {"registers", number(image.ptxas ? image.ptxas->registers : 0u)},
-          {"spill_stores", number(image.ptxas ? image.ptxas->spill_stores : 0u)},
-          {"spill_loads", number(image.ptxas ? image.ptxas->spill_loads : 0u)},
-          {"stack_bytes", number(image.ptxas ? image.ptxas->stack : 0u)},
-          {"triton_version",
-           image.triton_version.empty() ? std::string("nullptr") : c_string_literal(image.triton_version)},
-          {"ptxas_version", image.ptxas_version ? c_string_literal(*image.ptxas_version) : std::string("nullptr")},
-          {"override_stage", image.override_from ? c_string_literal(image.override_from->stage) : std::string("nullptr")},
-          {"override_sha256",
-           image.override_from ? c_string_literal(image.override_from->sha256) : std::string("nullptr")},
+          {"row", value_list(row)},
       });
     }
 
@@ -569,6 +574,50 @@ class Renderer {
         {"images", as_list(std::move(images))},
         {"image_count", number(variant.images.size())},
     };
+  }
+
+  // The initializer of member `field` of image `index` of the variant whose arrays start with
+  // `prefix`, whose cubin is embedded as cubin_<cubin>.
+  std::string image_value(ImageField field, const Image& image, std::size_t cubin, const std::string& prefix,
+                          std::size_t index) const {
+    auto optional_text = [](bool present, const std::string& text) {
+      return present ? c_string_literal(text) : std::string("nullptr");
+    };
+    switch (field) {
+      case ImageField::target: return c_string_literal(image.target);
+      case ImageField::arch: return number(image.arch);
+      case ImageField::arch_specific: return boolean(image.arch_specific);
+      case ImageField::cubin: return fmt::format("::{}::detail::cubin_{}", manifest_.library, cubin);
+      case ImageField::cubin_size: return number(cubins_[cubin].bytes.size());
+      case ImageField::function_name: return c_string_literal(image.function_name);
+      case ImageField::shared_bytes: return number(image.shared);
+      case ImageField::num_warps: return number(image.num_warps);
+      case ImageField::num_ctas: return number(image.num_ctas);
+      case ImageField::cluster_dims:
+        return fmt::format("{{{}, {}, {}}}", image.cluster_dims[0], image.cluster_dims[1], image.cluster_dims[2]);
+      case ImageField::global_scratch_size: return detail::uint64_literal(image.global_scratch_size);
+      case ImageField::global_scratch_align: return number(image.global_scratch_align);
+      case ImageField::profile_scratch_size: return detail::uint64_literal(image.profile_scratch_size);
+      case ImageField::profile_scratch_align: return number(image.profile_scratch_align);
+      case ImageField::cooperative: return boolean(image.launch_cooperative_grid);
+      case ImageField::pdl: return boolean(image.launch_pdl);
+      case ImageField::tensordescs:
+        return image.tensordesc_meta.empty() ? std::string("nullptr") : fmt::format("{}image_{}_tensordescs", prefix, index);
+      case ImageField::tensordesc_count: return number(image.tensordesc_meta.size());
+      case ImageField::tensordesc_layout:
+        return fmt::format("taot::abi::TensordescLayout::{}", tensordesc_layout_enumerator(image.launch_abi.tensordesc_layout));
+      case ImageField::registers: return number(image.ptxas ? image.ptxas->registers : 0u);
+      case ImageField::spill_stores: return number(image.ptxas ? image.ptxas->spill_stores : 0u);
+      case ImageField::spill_loads: return number(image.ptxas ? image.ptxas->spill_loads : 0u);
+      case ImageField::stack_bytes: return number(image.ptxas ? image.ptxas->stack : 0u);
+      case ImageField::triton_version: return optional_text(!image.triton_version.empty(), image.triton_version);
+      case ImageField::ptxas_version: return optional_text(image.ptxas_version.has_value(), image.ptxas_version.value_or(""));
+      case ImageField::override_stage:
+        return optional_text(image.override_from.has_value(), image.override_from ? image.override_from->stage : "");
+      case ImageField::override_sha256:
+        return optional_text(image.override_from.has_value(), image.override_from ? image.override_from->sha256 : "");
+    }
+    return "{}";  // not reached: the switch names every member (-Wswitch)
   }
 
   // A tuned table's file as messages name it: relative to the manifest's folder where it can be

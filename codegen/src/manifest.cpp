@@ -834,6 +834,8 @@ class ManifestParser {
     return program;
   }
 
+  // Reads every key of an image entry that taot/image_fields.h lists (its tables' members and the
+  // keys only the manifest has); tests/unit/codegen/image_fields_test.cpp checks that none is missed.
   Image read_image(const Kernel& kernel, const json& value, const std::string& path) {
     Image image;
     const json* object = reader_.object_value(&value, path);

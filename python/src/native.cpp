@@ -13,8 +13,18 @@
 
 namespace taot::python {
 
+namespace {
+// An image's member as Python shows it: numbers and flags as they are, a null string as None.
+template <class T>
+nb::object fact(const T& value) {
+  return nb::cast(value);
+}
+nb::object fact(const char* text) { return text ? nb::object(nb::str(text)) : nb::none(); }
+}  // namespace
+
 // The variants of `kernel` as a list of dicts: index, id, config, description, and images: per
-// target, the launch facts (shared memory bytes, num_warps, num_ctas, scratch sizes, flags).
+// target, the launch facts taot/image_fields.h lists for Python (shared memory bytes, num_warps,
+// num_ctas, scratch sizes, flags, versions, launch ABI) and the driver it needs.
 nb::list variants(const Kernel& kernel) {
   const table::KernelTable& table = kernel.table();
   nb::list result;
@@ -32,17 +42,17 @@ nb::list variants(const Kernel& kernel) {
     for (std::uint16_t i = 0; i < variant.image_count; ++i) {
       const table::Image& image = variant.images[i];
       nb::dict facts;
-      facts["target"] = image.target;
-      facts["arch"] = image.arch;
-      facts["shared"] = image.shared_bytes;
-      facts["num_warps"] = image.num_warps;
-      facts["num_ctas"] = image.num_ctas;
-      facts["global_scratch_size"] = image.global_scratch_size;
-      facts["profile_scratch_size"] = image.profile_scratch_size;
-      facts["launch_cooperative_grid"] = image.cooperative;
-      facts["launch_pdl"] = image.pdl;
-      facts["triton_version"] = image.triton_version ? nb::object(nb::str(image.triton_version)) : nb::none();
-      facts["ptxas_version"] = image.ptxas_version ? nb::object(nb::str(image.ptxas_version)) : nb::none();
+      // Under its manifest key, each member taot/image_fields.h marks copy for Python, in its order;
+      // then those it marks own.
+#define TAOT_IMAGE_FACT_copy(field, manifest_key) facts[manifest_key] = fact(image.field);
+#define TAOT_IMAGE_FACT_own(field, manifest_key)
+#define TAOT_IMAGE_FACT_none(field, manifest_key)
+#define TAOT_IMAGE_FACT(field, type, manifest_key, info, python, compare) TAOT_IMAGE_FACT_##python(field, manifest_key)
+      TAOT_IMAGE_FIELDS(TAOT_IMAGE_FACT)
+#undef TAOT_IMAGE_FACT
+#undef TAOT_IMAGE_FACT_copy
+#undef TAOT_IMAGE_FACT_own
+#undef TAOT_IMAGE_FACT_none
       nb::dict launch_abi;  // as the manifest writes it
       launch_abi["tensordesc_layout"] = abi::tensordesc_layout_name(image.tensordesc_layout);
       launch_abi["scratch_pointers"] = abi::kScratchPointers;

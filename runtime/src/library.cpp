@@ -31,6 +31,18 @@ Status Library::unload() const { return on_every_kernel(kernels_, kernel_count_,
 
 }  // namespace taot
 
+// taot_image_info has a member for each member of table::Image the list gives it (copy or own);
+// those marked own are filled by hand in taot_kernel_image.
+#define TAOT_IMAGE_INFO_HAS_copy(field) static_assert(sizeof(taot_image_info::field) > 0);
+#define TAOT_IMAGE_INFO_HAS_own(field) static_assert(sizeof(taot_image_info::field) > 0);
+#define TAOT_IMAGE_INFO_HAS_none(field)
+#define TAOT_IMAGE_INFO_HAS(field, type, manifest_key, info, python, compare) TAOT_IMAGE_INFO_HAS_##info(field)
+TAOT_IMAGE_FIELDS(TAOT_IMAGE_INFO_HAS)
+#undef TAOT_IMAGE_INFO_HAS
+#undef TAOT_IMAGE_INFO_HAS_copy
+#undef TAOT_IMAGE_INFO_HAS_own
+#undef TAOT_IMAGE_INFO_HAS_none
+
 extern "C" {
 
 uint32_t taot_library_abi_version(const taot_library* handle) {
@@ -81,28 +93,17 @@ taot_status taot_kernel_image(const taot_kernel* handle, size_t variant_index, s
                                                             std::to_string(image_index + 1));
     const taot::table::Image& image = variant.images[image_index];
     *info = taot_image_info{};
-    info->target = image.target;
-    info->arch = image.arch;
-    info->arch_specific = image.arch_specific;
-    info->cubin = image.cubin;
-    info->cubin_size = image.cubin_size;
-    info->function_name = image.function_name;
-    info->shared_bytes = image.shared_bytes;
-    info->num_warps = image.num_warps;
-    info->num_ctas = image.num_ctas;
+    // The members the list marks copy; those it marks own need converting, and are filled below.
+#define TAOT_IMAGE_INFO_copy(field) info->field = image.field;
+#define TAOT_IMAGE_INFO_own(field)
+#define TAOT_IMAGE_INFO_none(field)
+#define TAOT_IMAGE_INFO_FILL(field, type, manifest_key, info, python, compare) TAOT_IMAGE_INFO_##info(field)
+    TAOT_IMAGE_FIELDS(TAOT_IMAGE_INFO_FILL)
+#undef TAOT_IMAGE_INFO_FILL
+#undef TAOT_IMAGE_INFO_copy
+#undef TAOT_IMAGE_INFO_own
+#undef TAOT_IMAGE_INFO_none
     std::memcpy(info->cluster_dims, image.cluster_dims, sizeof info->cluster_dims);
-    info->global_scratch_size = image.global_scratch_size;
-    info->profile_scratch_size = image.profile_scratch_size;
-    info->cooperative = image.cooperative;
-    info->pdl = image.pdl;
-    info->registers = image.registers;
-    info->spill_stores = image.spill_stores;
-    info->spill_loads = image.spill_loads;
-    info->stack_bytes = image.stack_bytes;
-    info->override_stage = image.override_stage;
-    info->override_sha256 = image.override_sha256;
-    info->triton_version = image.triton_version;
-    info->ptxas_version = image.ptxas_version;
     info->tensordesc_layout = taot::abi::tensordesc_layout_name(image.tensordesc_layout);
     info->min_driver = taot::toolchain::min_driver_for_ptxas(image.ptxas_version);
     return taot::Status();

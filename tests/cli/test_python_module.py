@@ -2,6 +2,7 @@
 the problem (no driver, wrong dtype, host memory, wrong rank, not an array, wrong count, bad
 keyword), and arrays given through __dlpack__ or a DLPack C exchange table (tests/cli/dlpack_fakes.py)."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "examples" / "vector_add" / "vector_add.toml"
+IMAGE_FIELDS = REPO / "runtime" / "include" / "taot" / "image_fields.h"
+
+
+def listed_python_keys():
+    """The keys of variants()' image dicts by runtime/include/taot/image_fields.h: the manifest key
+    of each member it marks copy or own for Python (own ones under their top-level key), and the
+    driver the image needs."""
+    rows = re.findall(r'X\(\w+, [^,]+, "([\w.]+)", \w+, (copy|own), "\w*"\)', IMAGE_FIELDS.read_text())
+    assert rows
+    return {key.split(".")[0] for key, _ in rows} | {"min_driver"}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +84,8 @@ def test_imports_and_lists_variants(module_dir):
     assert f"'triton_version': '{triton.__version__}', 'ptxas_version': '" in images, images
     layout = "3.5" if triton.__version__ < "3.7" else "3.7"
     assert f"'launch_abi': {{'tensordesc_layout': '{layout}', 'scratch_pointers': 2}}, 'min_driver': " in images, images
+    keys = check(module_dir, "print(*va.add_kernel_variants()[0]['images'][0])").split()
+    assert set(keys) == listed_python_keys(), keys
     assert "config keywords: BLOCK_SIZE num_warps num_stages" in out
 
 

@@ -1,7 +1,9 @@
-// Facts of an image and their differences.
+// Facts of an image and their differences. metadata_facts and resource_facts show a row for each
+// fact taot/image_fields.h names for `taot diff` (tests/unit/workbench/compare_test.cpp checks them).
 #include "taot/workbench/compare.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 
 namespace taot::workbench {
@@ -24,6 +26,19 @@ std::vector<Difference> differences(const std::vector<NamedValue>& a, const std:
   for (const NamedValue& right : b)
     if (value_in(a, right.name) == nullptr) found.push_back({right.name, "-", right.value});
   return found;
+}
+
+// The TMA maps an image takes, one "swizzle S, E-byte elements (type T), box AxB" per descriptor
+// argument; "-" for none (below sm_90, or no descriptors).
+std::string tensordesc_meta_text(const std::vector<codegen::TensordescMeta>& metas) {
+  if (metas.empty()) return "-";
+  std::string text;
+  for (const codegen::TensordescMeta& meta : metas) {
+    if (!text.empty()) text += "; ";
+    text += fmt::format("swizzle {}, {}-byte elements (type {}{}), box {}", meta.swizzle, meta.elem_size,
+                        meta.elem_type, meta.fp4_padded ? ", fp4 padded" : "", fmt::join(meta.block_size, "x"));
+  }
+  return text;
 }
 
 }  // namespace
@@ -65,7 +80,9 @@ std::vector<NamedValue> metadata_facts(const ImageView& image) {
   add("num_stages", std::to_string(m.num_stages));
   add("shared", std::to_string(m.shared));
   add("global_scratch_size", std::to_string(m.global_scratch_size));
+  add("global_scratch_align", std::to_string(m.global_scratch_align));
   add("profile_scratch_size", std::to_string(m.profile_scratch_size));
+  add("profile_scratch_align", std::to_string(m.profile_scratch_align));
   add("cluster_dims", fmt::format("{}x{}x{}", m.cluster_dims[0], m.cluster_dims[1], m.cluster_dims[2]));
   add("maxnreg", m.maxnreg ? std::to_string(*m.maxnreg) : "-");
   add("tmem_size", std::to_string(m.tmem_size));
@@ -74,6 +91,7 @@ std::vector<NamedValue> metadata_facts(const ImageView& image) {
   add("triton_version", m.triton_version.empty() ? "-" : m.triton_version);
   add("ptxas_version", m.ptxas_version ? *m.ptxas_version : "-");
   add("tensordesc_layout", abi::tensordesc_layout_name(m.launch_abi.tensordesc_layout));
+  add("tensordesc_meta", tensordesc_meta_text(m.tensordesc_meta));
   add("override", m.override_from ? m.override_from->stage + " " + m.override_from->sha256.substr(0, 12) : "-");
   return facts;
 }

@@ -173,7 +173,8 @@ size_t taot_library_kernel_count(const taot_library* library);
 taot_kernel* taot_library_kernel(const taot_library* library, size_t kernel_index);
 taot_kernel* taot_library_find_kernel(const taot_library* library, const char* name);
 
-/* One compiled image of a variant (a cubin for one target) and what its launch needs. */
+/* One compiled image of a variant (a cubin for one target) and what its launch needs. Members named
+ * as the tables' (taot/image_fields.h, whose `info` column says which reach this struct). */
 typedef struct taot_image_info {
   const char* target;          /* as in the spec, e.g. "sm_90" */
   uint32_t arch;               /* compute capability, major * 10 + minor */

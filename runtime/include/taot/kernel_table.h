@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "taot/c_api.h"
+#include "taot/image_fields.h"
 #include "taot/launch_abi.h"
 #include "taot/rule_ops.h"
 
@@ -120,45 +121,34 @@ struct GridProgram {
   std::uint16_t length;
 };
 
-// One compiled binary of a variant for one target.
+// A member's type as written in a list of members: FieldType<std::uint32_t[3]> x declares an array.
+template <class T>
+using FieldType = T;
+
+// One compiled binary of a variant for one target: the members of taot/image_fields.h's list, in
+// its order (their meanings are there). Notes on some:
+//  cubin: ELF bytes, `cubin_size` long.
+//  global_scratch_size, profile_scratch_size: bytes per program (times num_ctas).
+//  tensordescs: one entry per descriptor argument, in order, when the image takes TMA maps (sm_90+);
+//   else null and 0: descriptors are passed as pointer, shapes and strides (Triton's decomposition).
+//  tensordesc_layout: the parameters a descriptor expands to, by the Triton release that compiled it.
+//  registers, spill_stores, spill_loads, stack_bytes: what ptxas reported, per thread (registers 0
+//   when not recorded).
+//  triton_version ("3.9.0"), ptxas_version ("12.8.93", for the driver it needs: taot/toolchain.h):
+//   null when not recorded.
+//  override_stage ("ttgir", ...), override_sha256 (hex): the stage `taot from-ir` rebuilt it from and
+//   that file's SHA-256; both null for an image as compiled.
 struct Image {
-  const char* target;          // as in the spec, e.g. "sm_90"
-  std::uint16_t arch;          // compute capability, major * 10 + minor
-  bool arch_specific;          // built as sm_XXa: runs only on exactly `arch`
-  const void* cubin;           // ELF bytes, `cubin_size` long
-  std::size_t cubin_size;
-  const char* function_name;   // the entry point in the cubin
-  std::uint32_t shared_bytes;  // dynamic shared memory per block
-  std::uint16_t num_warps;
-  std::uint16_t num_ctas;
-  std::uint32_t cluster_dims[3];
-  std::uint64_t global_scratch_size;   // bytes per program (times num_ctas)
-  std::uint32_t global_scratch_align;
-  std::uint64_t profile_scratch_size;
-  std::uint32_t profile_scratch_align;
-  bool cooperative;            // launch_cooperative_grid
-  bool pdl;                    // launch_pdl
-  // One entry per descriptor argument, in order, when the image takes TMA maps (sm_90+); else
-  // null and 0: descriptors are passed as pointer, shapes and strides (Triton's decomposition).
-  const TensordescMeta* tensordescs;
-  std::uint16_t tensordesc_count;
-  // The parameters a descriptor expands to, by the Triton release that compiled the image.
-  abi::TensordescLayout tensordesc_layout;
-  // What ptxas reported compiling it, per thread: registers (0 when not recorded), bytes of spill
-  // stores, spill loads and stack frame.
-  std::uint16_t registers;
-  std::uint32_t spill_stores;
-  std::uint32_t spill_loads;
-  std::uint32_t stack_bytes;
-  // The version of the Triton that compiled it ("3.9.0") and of the ptxas that assembled it
-  // ("12.8.93", for the driver it needs: taot/toolchain.h); null when not recorded.
-  const char* triton_version;
-  const char* ptxas_version;
-  // The stage `taot from-ir` rebuilt it from ("ttgir", ...) and that file's SHA-256 (hex); both
-  // null for an image as compiled.
-  const char* override_stage;
-  const char* override_sha256;
+#define TAOT_IMAGE_MEMBER(field, type, manifest_key, info, python, compare) FieldType<type> field;
+  TAOT_IMAGE_FIELDS(TAOT_IMAGE_MEMBER)
+#undef TAOT_IMAGE_MEMBER
 };
+
+// How many members Image has: generated tables check that they were written for this list.
+inline constexpr std::size_t kImageFieldCount = 0
+#define TAOT_IMAGE_FIELD_COUNT(field, type, manifest_key, info, python, compare) +1
+    TAOT_IMAGE_FIELDS(TAOT_IMAGE_FIELD_COUNT);
+#undef TAOT_IMAGE_FIELD_COUNT
 
 // One variant: a specialization plus a config, with an image for each of the kernel's targets it
 // was compiled for (in the kernel's target order).

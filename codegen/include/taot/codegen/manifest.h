@@ -150,7 +150,8 @@ struct GridInstr {
 };
 using GridProgram = std::vector<GridInstr>;
 
-// One compiled binary of a variant for one target.
+// One compiled binary of a variant for one target: a manifest image entry, whose keys
+// taot/image_fields.h lists (the generator writes table::Image's members from these).
 struct Image {
   std::string target;  // as in the manifest's "targets"
   std::uint16_t arch = 0;

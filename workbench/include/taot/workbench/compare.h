@@ -29,8 +29,9 @@ struct ResourceUsage {
 ResourceUsage resource_usage(const ImageView& image);
 
 // The launch metadata of an image as text, in a fixed order (kernel, target, arch, num_warps, num_ctas,
-// num_stages, shared, scratch sizes, cluster_dims, maxnreg, tmem_size, launch_pdl,
-// launch_cooperative_grid, override); a bare cubin has only kernel and target.
+// num_stages, shared, scratch sizes and alignments, cluster_dims, maxnreg, tmem_size, launch_pdl,
+// launch_cooperative_grid, versions, tensordesc layout and TMA maps, override); a bare cubin has
+// only kernel and target.
 std::vector<NamedValue> metadata_facts(const ImageView& image);
 // Resource usage as text (registers, spill_stores, spill_loads, stack, local, static_shared); "-"
 // when unknown.
