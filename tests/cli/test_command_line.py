@@ -69,7 +69,8 @@ def test_a_missing_cpp_taot_is_said_before_any_compile(tmp_path):
 
 
 def test_measuring_commands_run_through_the_front_end(run_taot, tmp_path):
-    (tmp_path / "manifest.json").write_text('{"library": "lib", "kernels": []}')
+    (tmp_path / "manifest.json").write_text('{"schema": "taot.manifest", "schema_version": 2, "library": "lib", '
+                                            '"kernels": []}')
     for command in ("bench", "tune"):
         result = run_taot(command, "--help")
         assert result.returncode == 0 and "--bench FILE" in result.stdout

@@ -199,7 +199,7 @@ def test_without_a_grid_every_launch_gives_it(cache, tmp_path, run_taot):
     assert result.returncode == 0, result.stderr
     scale = kernel_of(out, "scale")
     assert scale["grid"] is None and all(variant["grid"] is None for variant in scale["variants"])
-    source = (out / "gridless.cpp").read_text()
+    source = (out / "gridless_tables.cpp").read_text()
     assert '"scale", {nullptr, nullptr, nullptr},' in source
     assert "the grid each launch gives" in (out / "gridless.h").read_text()
     spec = (out / "gridless.toml").read_text()

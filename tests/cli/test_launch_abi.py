@@ -68,7 +68,7 @@ def gen(run_taot, manifest):
 def test_a_cubin_is_accepted_in_its_own_tritons_launch_abi(run_taot, tmp_path, triton):
     result = gen(run_taot, write_manifest(tmp_path, [_kernel(tmp_path, "copy", triton, LAYOUT[triton])]))
     assert result.returncode == 0, result.stderr
-    source = (tmp_path / "generated" / "abi.cpp").read_text()
+    source = (tmp_path / "generated" / "abi_tables.cpp").read_text()
     enumerator = "triton_3_5" if triton == "3.6.0" else "triton_3_7"
     assert f"taot::abi::TensordescLayout::{enumerator}, 0, 0, 0, 0, \"{triton}\", \"12.8.93\", nullptr, nullptr}}" in source
 
@@ -95,7 +95,7 @@ def test_one_library_holds_images_of_two_triton_releases(run_taot, tmp_path):
                                          _kernel(tmp_path, "copy37", "3.7.1", "3.7")])
     result = gen(run_taot, manifest)
     assert result.returncode == 0, result.stderr
-    source = (tmp_path / "generated" / "abi.cpp").read_text()
+    source = (tmp_path / "generated" / "abi_tables.cpp").read_text()
     assert "TensordescLayout::triton_3_5" in source and "TensordescLayout::triton_3_7" in source
 
     listed = json.loads(run_taot("inspect", manifest, "--json").stdout)
