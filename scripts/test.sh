@@ -20,11 +20,15 @@ export TAOT_BIN="$PWD/build/tools/taot/taot"
 # environment scripts/torch_env.sh makes, over the system Python.
 scripts/torch_env.sh
 summary=$(mktemp)
+# Two pytest workers (pytest-xdist), each test file on one of them so that a file's module-scoped
+# fixtures (a library built once for its tests) are made once: the tests spend much of their time in
+# one-core steps (Python start-up, Triton's import, CMake's configure), which the other worker's
+# compiles fill.
 run_folder() {  # PYTHON FOLDER_OR_FILE...
   local python=$1 started=$SECONDS status
   shift
   set +e
-  "$python" -m pytest -q "$@" | tee "$summary"
+  "$python" -m pytest -q -n 2 --dist loadfile "$@" | tee "$summary"
   status=${PIPESTATUS[0]}
   set -e
   if [ "$status" -eq 5 ]; then
