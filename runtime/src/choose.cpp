@@ -8,12 +8,29 @@
 #include <string>
 #include <vector>
 
+#include "choose.h"
 #include "config_fields.h"
-#include "dispatch.h"
 #include "rules.h"
 #include "tuning.h"
 
 namespace taot::detail {
+
+// What the walk reads of a kernel's rules beyond its index: each config field's default value
+// index, and per heuristic and per requirement whether it reads no float, so that the int64
+// evaluator runs it.
+struct RuleFacts {
+  std::vector<std::uint16_t> default_config;
+  std::vector<std::uint8_t> integer_heuristics, integer_requirements;
+};
+
+namespace {
+
+using table::ArgKind;
+
+// The bits of a taot_arg's union that hold its real32: the low 32 (the platforms taot runs on are
+// little-endian), so a key drops the top 32.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "taot_arg's real32 is read as the union's low 32 bits");
+constexpr std::uint8_t kFp32DroppedBits = 32;
 
 // An array of `size` elements, inline up to N (uninitialized for trivial T).
 template <class T, std::size_t N>
@@ -46,24 +63,24 @@ class RuleSteps {
   static constexpr std::size_t kInlineWords = 16;
   static constexpr std::size_t kInlineFields = 64;
 
-  RuleSteps(const DispatchIndex& index, const taot_arg* args, std::int64_t num_sms)
-      : index_(index), table_(*index.table_), args_(args), num_sms_(num_sms),
-        pinned_(table_.field_count), request_(table_.field_count), set_(table_.field_count), values_(table_.field_count),
-        facts_(index.words_), candidates_(index.words_) {}
+  RuleSteps(const FactIndex& index, const RuleFacts& rules, const taot_arg* args, std::int64_t num_sms)
+      : index_(index),
+        rules_(rules),
+        table_(index.table()),
+        words_(index.words()),
+        args_(args),
+        num_sms_(num_sms),
+        pinned_(table_.field_count),
+        request_(table_.field_count),
+        set_(table_.field_count),
+        values_(table_.field_count),
+        facts_(words_),
+        candidates_(words_) {}
 
   Expected<Choice> run(const Selection& selection, const DeviceFacts* device, const table::TunedTable* tuned) {
     // The variants that accept the arguments (on this device).
-    if (const std::uint64_t* on_device = index_.runnable(device))
-      std::copy(on_device, on_device + index_.words_, facts_.data());
-    else
-      std::fill(facts_.data(), facts_.data() + index_.words_, ~std::uint64_t{0});
-    for (std::size_t a = 0; a < table_.arg_count; ++a) {
-      const int fact = fact_of(table_.args[a], index_.dtype_slots_[a], args_[a]);
-      if (fact < 0) return index_.explain_miss(args_, selection, device);
-      const std::uint64_t* accepted = index_.fact_mask(a, fact);
-      for (std::size_t w = 0; w < index_.words_; ++w) facts_[w] &= accepted[w];
-    }
-    if (!any(facts_.data())) return index_.explain_miss(args_, selection, device);
+    if (!index_.accepting(args_, device, facts_.data()) || !any(facts_.data()))
+      return index_.explain_miss(args_, selection, device);
 
     // The caller's fields are pinned: every step keeps them and fills only the others.
     std::size_t pinned_count = 0;
@@ -109,7 +126,7 @@ class RuleSteps {
 
  private:
   bool any(const std::uint64_t* mask) const noexcept {
-    for (std::size_t w = 0; w < index_.words_; ++w)
+    for (std::size_t w = 0; w < words_; ++w)
       if (mask[w] != 0) return true;
     return false;
   }
@@ -176,7 +193,7 @@ class RuleSteps {
     return fault;
   }
 
-  FieldSource request_fields() noexcept { return {set_.data(), values_.data(), index_.default_config_.data()}; }
+  FieldSource request_fields() noexcept { return {set_.data(), values_.data(), rules_.default_config.data()}; }
 
   // The index of `value` among field `f`'s compiled values, or -1.
   int compiled_index(std::size_t f, const RuleValue& value) const noexcept {
@@ -219,7 +236,7 @@ class RuleSteps {
       if (set_[heuristic.field]) continue;
       RuleValue value{};
       const FieldSource fields = request_fields();
-      if (RuleFault fault = evaluate(heuristic.rule, index_.integer_heuristics_[h], fields, &value);
+      if (RuleFault fault = evaluate(heuristic.rule, rules_.integer_heuristics[h], fields, &value);
           fault != RuleFault::none)
         return rule_fault(fault, heuristic.rule, fields);
       const int found = compiled_index(heuristic.field, value);
@@ -245,7 +262,7 @@ class RuleSteps {
     const FieldSource fields{nullptr, nullptr, table_.variants[v].config};
     for (std::uint16_t r = 0; r < table_.requirement_count; ++r) {
       RuleValue value{};
-      if (RuleFault fault = evaluate(table_.requirements[r], index_.integer_requirements_[r], fields, &value);
+      if (RuleFault fault = evaluate(table_.requirements[r], rules_.integer_requirements[r], fields, &value);
           fault != RuleFault::none)
         return rule_fault(fault, table_.requirements[r], fields);
       if (value.is_zero()) return false;
@@ -257,18 +274,18 @@ class RuleSteps {
   // satisfies the requirements; -1 when none does. candidates_ keeps the variants with the
   // requested values, for explain_requirements.
   Expected<std::int64_t> pick() {
-    std::copy(facts_.data(), facts_.data() + index_.words_, candidates_.data());
+    std::copy(facts_.data(), facts_.data() + words_, candidates_.data());
     for (std::size_t f = 0; f < table_.field_count; ++f) {
       if (request_[f] == table::kUnsetValue) continue;
       const std::uint64_t* with_value = index_.value_mask(f, request_[f]);
-      for (std::size_t w = 0; w < index_.words_; ++w) candidates_[w] &= with_value[w];
+      for (std::size_t w = 0; w < words_; ++w) candidates_[w] &= with_value[w];
     }
-    for (std::size_t w = 0; w < index_.words_; ++w) {
+    for (std::size_t w = 0; w < words_; ++w) {
       std::uint64_t word = candidates_[w];
       while (word != 0) {
         const std::size_t bit = w * 64 + static_cast<std::size_t>(__builtin_ctzll(word));
         word &= word - 1;
-        const std::size_t v = index_.order_[bit];
+        const std::size_t v = index_.variant_at(bit);
         Expected<bool> ok = satisfies(v);
         if (!ok.ok()) return std::move(ok).take_status();
         if (*ok) return static_cast<std::int64_t>(v);
@@ -314,7 +331,7 @@ class RuleSteps {
   Status explain_requirements(const std::string& which) const {
     std::vector<std::size_t> candidates;
     for (std::size_t bit = 0; bit < table_.variant_count; ++bit)
-      if (test_bit(candidates_.data(), bit)) candidates.push_back(index_.order_[bit]);
+      if (test_bit(candidates_.data(), bit)) candidates.push_back(index_.variant_at(bit));
     const FieldSource no_fields{nullptr, nullptr, nullptr};
     std::string all;
     for (std::uint16_t r = 0; r < table_.requirement_count; ++r) {
@@ -354,8 +371,10 @@ class RuleSteps {
                                                        " satisfies all of " + all + " together for these arguments");
   }
 
-  const DispatchIndex& index_;
+  const FactIndex& index_;
+  const RuleFacts& rules_;
   const table::KernelTable& table_;
+  const std::size_t words_;  // of a variant set
   const taot_arg* args_;
   std::int64_t num_sms_;
   std::size_t added_ = 0;  // fields the current step set beyond the caller's
@@ -367,11 +386,93 @@ class RuleSteps {
   InlineArray<std::uint64_t, kInlineWords> candidates_;
 };
 
-Expected<Choice> DispatchIndex::choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
-                                       const DeviceFacts* device, const table::TunedTable* tuned,
-                                       std::int64_t num_sms) const {
-  if (!has_rules_ || selection.is_variant() || arg_count != table_->arg_count) {
-    Expected<std::size_t> chosen = select(args, arg_count, selection, device);
+// Checks the kernel's rules (programs, heuristic fields, tuning key, tuned tables) so that
+// evaluating them never reads out of bounds; records in `rules` which run on the int64 evaluator.
+Status check_rules(const FactIndex& index, RuleFacts* rules) {
+  const table::KernelTable& table = index.table();
+  const std::string& name = index.qualified_name();
+  const auto bad = [&](const table::RuleProgram& program, const char* problem) {
+    return Status::error(TAOT_INTERNAL, name + ": rule " + (program.text ? program.text : "?") + " " + problem);
+  };
+  for (std::uint16_t h = 0; h < table.heuristic_count; ++h) {
+    const table::Heuristic& heuristic = table.heuristics[h];
+    if (heuristic.field >= table.field_count) return bad(heuristic.rule, "sets a config field out of range");
+    const table::FieldKind kind = table.fields[heuristic.field].kind;
+    if (kind == table::FieldKind::string_value || kind == table::FieldKind::dtype_value)
+      return bad(heuristic.rule, "sets a string or dtype field");
+    if (const char* problem = rule_problem(heuristic.rule, table)) return bad(heuristic.rule, problem);
+    rules->integer_heuristics.push_back(is_integer_rule(heuristic.rule, table));
+  }
+  for (std::uint16_t r = 0; r < table.requirement_count; ++r) {
+    if (const char* problem = rule_problem(table.requirements[r], table)) return bad(table.requirements[r], problem);
+    rules->integer_requirements.push_back(is_integer_rule(table.requirements[r], table));
+  }
+  for (std::uint16_t k = 0; k < table.tuning_key_count; ++k)
+    if (table.tuning_key[k] >= table.arg_count || table.args[table.tuning_key[k]].kind != table::ArgKind::int_scalar)
+      return Status::error(TAOT_INTERNAL, name + ": the tuning key names no int argument");
+  for (std::uint16_t t = 0; t < table.tuned_count; ++t) {
+    const table::TunedTable& tuned = table.tuned[t];
+    if (tuned.entry_count > 0 && (tuned.keys == nullptr || tuned.configs == nullptr))
+      return Status::error(TAOT_INTERNAL, name + ": a tuned table has no data");
+    for (std::size_t e = 0; e < tuned.entry_count; ++e)
+      for (std::size_t f = 0; f < table.field_count; ++f) {
+        const std::uint16_t value = tuned.configs[e * table.field_count + f];
+        if (value != table::kUnsetValue && value >= table.fields[f].value_count)
+          return Status::error(TAOT_INTERNAL,
+                               name + ": tuned table " + tuned.source + " has a config value out of range");
+      }
+  }
+  return Status();
+}
+
+}  // namespace
+
+RuleChooser::RuleChooser() = default;
+RuleChooser::RuleChooser(RuleChooser&&) noexcept = default;
+RuleChooser::~RuleChooser() = default;
+
+Expected<RuleChooser> RuleChooser::build(const FactIndex& index) {
+  const table::KernelTable& table = index.table();
+  RuleChooser chooser;
+  chooser.has_rules_ = table.heuristic_count > 0 || table.requirement_count > 0 || table.tuning_key_count > 0;
+  auto rules = std::make_unique<RuleFacts>();
+  for (std::size_t f = 0; f < table.field_count; ++f) rules->default_config.push_back(table.fields[f].default_index);
+  if (Status status = check_rules(index, rules.get()); !status.ok()) return status;
+  chooser.rules_ = std::move(rules);
+  if (chooser.has_rules_) {
+    std::vector<std::uint16_t> keyed;
+    const auto read_by_value = [&](const table::RuleProgram& program) {
+      for (std::uint16_t i = 0; i < program.length; ++i)
+        if (program.code[i].op == table::RuleOp::arg || program.code[i].op == table::RuleOp::isnone)
+          keyed.push_back(program.code[i].operand);  // None-ness is a fact only for `none` pointers
+    };
+    for (std::uint16_t h = 0; h < table.heuristic_count; ++h) read_by_value(table.heuristics[h].rule);
+    for (std::uint16_t r = 0; r < table.requirement_count; ++r) read_by_value(table.requirements[r]);
+    for (std::uint16_t k = 0; k < table.tuning_key_count; ++k) keyed.push_back(table.tuning_key[k]);
+    std::sort(keyed.begin(), keyed.end());
+    keyed.erase(std::unique(keyed.begin(), keyed.end()), keyed.end());
+    for (std::uint16_t a : keyed)
+      if (a >= table.arg_count)
+        return Status::error(TAOT_INTERNAL, index.qualified_name() + ": a rule reads argument " + std::to_string(a) +
+                                                ", which does not exist");
+    if (index.memoizes() && keyed.size() <= kMaxKeyedArgs) {
+      for (std::uint16_t a : keyed) {
+        const table::Arg& arg = table.args[a];
+        const bool fp32 = arg.kind == ArgKind::float_scalar && arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP32;
+        chooser.keyed_args_[chooser.keyed_count_++] = {a, fp32 ? kFp32DroppedBits : std::uint8_t{0},
+                                                       arg.kind == ArgKind::pointer};
+      }
+      chooser.choice_cache_.reset(new ChoiceSlot[kChoiceSlots]());
+    }
+  }
+  return chooser;
+}
+
+Expected<Choice> RuleChooser::choose(const FactIndex& index, const taot_arg* args, std::size_t arg_count,
+                                     const Selection& selection, const DeviceFacts* device,
+                                     const table::TunedTable* tuned, std::int64_t num_sms) const {
+  if (!has_rules_ || selection.is_variant() || arg_count != index.table().arg_count) {
+    Expected<std::size_t> chosen = index.select(args, arg_count, selection, device);
     if (!chosen.ok()) return std::move(chosen).take_status();
     const Step step = selection.is_variant() ? Step::variant : selection.fields() ? Step::config : Step::fallback;
     return Choice{*chosen, step};
@@ -379,26 +480,26 @@ Expected<Choice> DispatchIndex::choose(const taot_arg* args, std::size_t arg_cou
   std::uint64_t key[kChoiceKeyWords];
   std::size_t words = 2 + std::size_t{keyed_count_};
   std::size_t slot = 0;
-  if (choice_cache_ && choice_key(args, device, tuned, num_sms, key, &slot) &&
-      (selection.fields() == nullptr || add_config_key(selection.fields(), key, &words, &slot))) {
+  if (choice_cache_ && choice_key(index, args, device, tuned, num_sms, key, &slot) &&
+      (selection.fields() == nullptr || add_config_key(index, selection.fields(), key, &words, &slot))) {
     Choice remembered{};
     if (cached_choice(key, words, slot, &remembered)) return remembered;
-    Expected<Choice> chosen = RuleSteps(*this, args, num_sms).run(selection, device, tuned);
+    Expected<Choice> chosen = RuleSteps(index, *rules_, args, num_sms).run(selection, device, tuned);
     if (chosen.ok()) remember_choice(key, words, slot, *chosen);
     return chosen;
   }
-  return RuleSteps(*this, args, num_sms).run(selection, device, tuned);
+  return RuleSteps(index, *rules_, args, num_sms).run(selection, device, tuned);
 }
 
-bool DispatchIndex::add_config_key(const FieldRequest* fields, std::uint64_t* key, std::size_t* words,
-                                   std::size_t* slot) const noexcept {
-  const std::size_t field_count = table_->field_count;
+bool RuleChooser::add_config_key(const FactIndex& index, const FieldRequest* fields, std::uint64_t* key,
+                                 std::size_t* words, std::size_t* slot) noexcept {
+  const std::size_t field_count = index.table().field_count;
   if (field_count > kMaxConfigWords * 8) return false;
   std::uint64_t* config = key + *words;
   std::fill(config, config + kMaxConfigWords, std::uint64_t{0});
   for (std::size_t f = 0; f < field_count; ++f) {
     if (!fields[f].set) continue;
-    const int value = value_index(f, fields[f]);
+    const int value = index.value_index(f, fields[f]);
     if (value < 0 || value >= 255) return false;
     config[f / 8] |= static_cast<std::uint64_t>(value + 1) << (f % 8 * 8);  // 0: the field is not asked for
   }
@@ -410,8 +511,8 @@ bool DispatchIndex::add_config_key(const FieldRequest* fields, std::uint64_t* ke
   return true;
 }
 
-void DispatchIndex::remember_choice(const std::uint64_t* key, std::size_t words, std::size_t slot,
-                                    const Choice& choice) const noexcept {
+void RuleChooser::remember_choice(const std::uint64_t* key, std::size_t words, std::size_t slot,
+                                  const Choice& choice) const noexcept {
   ChoiceSlot& entry = choice_cache_[slot];
   std::uint32_t sequence = entry.sequence.load(std::memory_order_relaxed);
   if ((sequence & 1U) ||

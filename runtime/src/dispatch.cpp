@@ -1,4 +1,4 @@
-// Variant selection by bitsets; see dispatch.h. Only the miss path builds strings.
+// The fact index: variant selection by bitsets; see dispatch.h. Only the miss path builds strings.
 #include "dispatch.h"
 
 #include <algorithm>
@@ -6,18 +6,12 @@
 #include <numeric>
 
 #include "config_fields.h"
-#include "rules.h"
 #include "tensordesc.h"
 
 namespace taot::detail {
 namespace {
 
 using table::ArgKind;
-
-// The bits of a taot_arg's union that hold its real32: the low 32 (the platforms taot runs on are
-// little-endian), so a key drops the top 32.
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "taot_arg's real32 is read as the union's low 32 bits");
-constexpr std::uint8_t kFp32DroppedBits = 32;
 
 // How specialized a variant is: the sum of its arguments' scores (arg_kinds.h).
 int specialization_score(const table::KernelTable& table, const table::Variant& variant) {
@@ -83,60 +77,20 @@ std::string hex(std::uint64_t value) {
   return "0x" + text;
 }
 
-DispatchIndex::DispatchIndex(const table::KernelTable& table)
+FactIndex::FactIndex(const table::KernelTable& table)
     : arg_count_(table.arg_count),
-      has_rules_(table.heuristic_count > 0 || table.requirement_count > 0 || table.tuning_key_count > 0),
       table_(&table),
       qualified_name_(std::string(table.library) + "::" + table.name),
-      words_((table.variant_count + 63) / 64) {
-  for (std::size_t f = 0; f < table.field_count; ++f) default_config_.push_back(table.fields[f].default_index);
-}
+      words_((table.variant_count + 63) / 64) {}
 
-Status DispatchIndex::check_rules() {
-  const table::KernelTable& table = *table_;
-  const auto bad = [&](const table::RuleProgram& program, const char* problem) {
-    return Status::error(TAOT_INTERNAL, qualified_name_ + ": rule " + (program.text ? program.text : "?") + " " + problem);
-  };
-  for (std::uint16_t h = 0; h < table.heuristic_count; ++h) {
-    const table::Heuristic& heuristic = table.heuristics[h];
-    if (heuristic.field >= table.field_count) return bad(heuristic.rule, "sets a config field out of range");
-    const table::FieldKind kind = table.fields[heuristic.field].kind;
-    if (kind == table::FieldKind::string_value || kind == table::FieldKind::dtype_value)
-      return bad(heuristic.rule, "sets a string or dtype field");
-    if (const char* problem = rule_problem(heuristic.rule, table)) return bad(heuristic.rule, problem);
-    integer_heuristics_.push_back(is_integer_rule(heuristic.rule, table));
-  }
-  for (std::uint16_t r = 0; r < table.requirement_count; ++r) {
-    if (const char* problem = rule_problem(table.requirements[r], table)) return bad(table.requirements[r], problem);
-    integer_requirements_.push_back(is_integer_rule(table.requirements[r], table));
-  }
-  for (std::uint16_t k = 0; k < table.tuning_key_count; ++k)
-    if (table.tuning_key[k] >= table.arg_count || table.args[table.tuning_key[k]].kind != table::ArgKind::int_scalar)
-      return Status::error(TAOT_INTERNAL, qualified_name_ + ": the tuning key names no int argument");
-  for (std::uint16_t t = 0; t < table.tuned_count; ++t) {
-    const table::TunedTable& tuned = table.tuned[t];
-    if (tuned.entry_count > 0 && (tuned.keys == nullptr || tuned.configs == nullptr))
-      return Status::error(TAOT_INTERNAL, qualified_name_ + ": a tuned table has no data");
-    for (std::size_t e = 0; e < tuned.entry_count; ++e)
-      for (std::size_t f = 0; f < table.field_count; ++f) {
-        const std::uint16_t value = tuned.configs[e * table.field_count + f];
-        if (value != table::kUnsetValue && value >= table.fields[f].value_count)
-          return Status::error(TAOT_INTERNAL, qualified_name_ + ": tuned table " + tuned.source +
-                                                  " has a config value out of range");
-      }
-  }
-  return Status();
-}
-
-Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
-  DispatchIndex index(table);
+Expected<FactIndex> FactIndex::build(const table::KernelTable& table) {
+  FactIndex index(table);
   if (table.variant_count == 0)
     return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": the kernel table has no variants");
   for (std::size_t f = 0; f < table.field_count; ++f)
     if (table.fields[f].default_index >= table.fields[f].value_count)
       return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": config field " + table.fields[f].name +
                                               " has its default out of its values");
-  if (Status status = index.check_rules(); !status.ok()) return status;
 
   index.order_.resize(table.variant_count);
   std::iota(index.order_.begin(), index.order_.end(), 0U);
@@ -241,31 +195,6 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
     for (const FactTerm& term : ints) place(term, &index.int_terms_);
     index.has_other_terms_ = !index.other_terms_.empty();
   }
-  if (index.has_rules_) {
-    std::vector<std::uint16_t> keyed;
-    const auto read_by_value = [&](const table::RuleProgram& program) {
-      for (std::uint16_t i = 0; i < program.length; ++i)
-        if (program.code[i].op == table::RuleOp::arg || program.code[i].op == table::RuleOp::isnone)
-          keyed.push_back(program.code[i].operand);  // None-ness is a fact only for `none` pointers
-    };
-    for (std::uint16_t h = 0; h < table.heuristic_count; ++h) read_by_value(table.heuristics[h].rule);
-    for (std::uint16_t r = 0; r < table.requirement_count; ++r) read_by_value(table.requirements[r]);
-    for (std::uint16_t k = 0; k < table.tuning_key_count; ++k) keyed.push_back(table.tuning_key[k]);
-    std::sort(keyed.begin(), keyed.end());
-    keyed.erase(std::unique(keyed.begin(), keyed.end()), keyed.end());
-    for (std::uint16_t a : keyed)
-      if (a >= table.arg_count) return Status::error(TAOT_INTERNAL, index.qualified_name_ + ": a rule reads argument " +
-                                                                        std::to_string(a) + ", which does not exist");
-    if (index.memo_ && keyed.size() <= kMaxKeyedArgs) {
-      for (std::uint16_t a : keyed) {
-        const table::Arg& arg = table.args[a];
-        const bool fp32 = arg.kind == ArgKind::float_scalar && arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP32;
-        index.keyed_args_[index.keyed_count_++] = {a, fp32 ? kFp32DroppedBits : std::uint8_t{0},
-                                                   arg.kind == ArgKind::pointer};
-      }
-      index.choice_cache_.reset(new ChoiceSlot[kChoiceSlots]());
-    }
-  }
   index.fact_masks_.assign(facts * index.words_, 0);
   for (std::size_t a = 0; a < table.arg_count; ++a) {
     for (int fact = 0; fact < fact_count(table.args[a]); ++fact) {
@@ -288,7 +217,7 @@ Expected<DispatchIndex> DispatchIndex::build(const table::KernelTable& table) {
   return index;
 }
 
-bool DispatchIndex::other_facts(const taot_arg* args, std::size_t* slot) const noexcept {
+bool FactIndex::other_facts(const taot_arg* args, std::size_t* slot) const noexcept {
   for (const OtherTerm& term : other_terms_) {
     const int fact = fact_of(*term.arg, term.slots, args[term.index]);
     if (fact < 0) return false;
@@ -297,21 +226,21 @@ bool DispatchIndex::other_facts(const taot_arg* args, std::size_t* slot) const n
   return true;
 }
 
-int DispatchIndex::value_index(std::size_t field_index, const FieldRequest& request) const noexcept {
+int FactIndex::value_index(std::size_t field_index, const FieldRequest& request) const noexcept {
   const table::ConfigField& field = table_->fields[field_index];
   for (std::uint16_t i = 0; i < field.value_count; ++i)
     if (value_equals(field, i, request)) return i;
   return -1;
 }
 
-Status DispatchIndex::check_arity(std::size_t arg_count) const {
+Status FactIndex::check_arity(std::size_t arg_count) const {
   if (arg_count == table_->arg_count) return Status();
   return Status::error(TAOT_INVALID_ARGUMENT, qualified_name_ + ": expected " + std::to_string(table_->arg_count) +
                                                   " arguments, got " + std::to_string(arg_count));
 }
 
-Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t arg_count, const Selection& selection,
-                                            const DeviceFacts* device) const {
+Expected<std::size_t> FactIndex::select(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                                        const DeviceFacts* device) const {
   if (arg_count != table_->arg_count) return check_arity(arg_count);
   if (selection.is_variant()) {
     const std::size_t variant = selection.variant_index();
@@ -340,8 +269,20 @@ Expected<std::size_t> DispatchIndex::select(const taot_arg* args, std::size_t ar
   return select_by_masks(args, selection, device);
 }
 
-Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const Selection& selection,
-                                                     const DeviceFacts* device) const {
+bool FactIndex::accepting(const taot_arg* args, const DeviceFacts* device, std::uint64_t* mask) const noexcept {
+  if (const std::uint64_t* on_device = runnable(device)) std::copy(on_device, on_device + words_, mask);
+  else std::fill(mask, mask + words_, ~std::uint64_t{0});
+  for (std::size_t a = 0; a < table_->arg_count; ++a) {
+    const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
+    if (fact < 0) return false;
+    const std::uint64_t* accepted = fact_mask(a, fact);
+    for (std::size_t w = 0; w < words_; ++w) mask[w] &= accepted[w];
+  }
+  return true;
+}
+
+Expected<std::size_t> FactIndex::select_by_masks(const taot_arg* args, const Selection& selection,
+                                                 const DeviceFacts* device) const {
   constexpr std::size_t kInlineWords = 16;
   std::uint64_t inline_mask[kInlineWords];
   std::vector<std::uint64_t> heap_mask;
@@ -350,15 +291,7 @@ Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const
     heap_mask.resize(words_);
     mask = heap_mask.data();
   }
-  if (const std::uint64_t* on_device = runnable(device)) std::copy(on_device, on_device + words_, mask);
-  else std::fill(mask, mask + words_, ~std::uint64_t{0});
-
-  for (std::size_t a = 0; a < table_->arg_count; ++a) {
-    const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);
-    if (fact < 0) return explain_miss(args, selection, device);
-    const std::uint64_t* accepted = fact_mask(a, fact);
-    for (std::size_t w = 0; w < words_; ++w) mask[w] &= accepted[w];
-  }
+  if (!accepting(args, device, mask)) return explain_miss(args, selection, device);
   if (const FieldRequest* fields = selection.fields()) {
     for (std::size_t f = 0; f < table_->field_count; ++f) {
       if (!fields[f].set) continue;
@@ -379,7 +312,7 @@ Expected<std::size_t> DispatchIndex::select_by_masks(const taot_arg* args, const
 
 // What the variants in `among` were compiled to take for one argument, e.g.
 // "fp32 align 16, fp32 any alignment".
-std::string DispatchIndex::compiled_choices(std::size_t arg_index, const std::vector<std::uint64_t>& among) const {
+std::string FactIndex::compiled_choices(std::size_t arg_index, const std::vector<std::uint64_t>& among) const {
   const table::Arg& arg = table_->args[arg_index];
   std::vector<std::string> choices;
   for (std::uint32_t v = 0; v < table_->variant_count; ++v) {
@@ -392,7 +325,7 @@ std::string DispatchIndex::compiled_choices(std::size_t arg_index, const std::ve
   return text;
 }
 
-Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& selection, const DeviceFacts* device) const {
+Status FactIndex::explain_miss(const taot_arg* args, const Selection& selection, const DeviceFacts* device) const {
   std::vector<std::uint64_t> mask(words_, 0);
   std::string variants = "variant";  // "variant for this GPU (H100, sm_90)" on a device-aware index
   if (const std::uint64_t* on_device = runnable(device)) {
@@ -453,7 +386,7 @@ Status DispatchIndex::explain_miss(const taot_arg* args, const Selection& select
   return Status::error(TAOT_INTERNAL, qualified_name_ + ": selection failed without a failing argument");
 }
 
-Status DispatchIndex::explain_variant_rejects(std::size_t variant, const taot_arg* args) const {
+Status FactIndex::explain_variant_rejects(std::size_t variant, const taot_arg* args) const {
   const std::size_t bit = position_[variant];
   for (std::size_t a = 0; a < table_->arg_count; ++a) {
     const int fact = fact_of(table_->args[a], dtype_slots_[a], args[a]);

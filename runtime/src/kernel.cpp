@@ -11,6 +11,7 @@
 
 #include "arg_kinds.h"
 #include "branch_hints.h"
+#include "choose.h"
 #include "dispatch.h"
 #include "grid.h"
 #include "kernel_state.h"
@@ -73,11 +74,11 @@ Expected<Device> context_device(const driver::Api& api) {
   return device;
 }
 
-std::string variant_name(const DispatchIndex& index, const table::Variant& variant) {
+std::string variant_name(const FactIndex& index, const table::Variant& variant) {
   return index.qualified_name() + " variant " + variant.id;
 }
 
-Status grid_error(const DispatchIndex& index, const table::Variant& variant, const std::array<std::int64_t, 3>& grid,
+Status grid_error(const FactIndex& index, const table::Variant& variant, const std::array<std::int64_t, 3>& grid,
                   std::uint16_t num_ctas) {
   std::string text = variant_name(index, variant) + ": grid (" + std::to_string(grid[0]) + ", " +
                      std::to_string(grid[1]) + ", " + std::to_string(grid[2]) + ")";
@@ -183,7 +184,7 @@ Status with_toolchain_note(Status status, const table::Image& image) {
 }
 
 // Loads `variant` in `context`; called with the module cache's lock held.
-Expected<LoadedFunction*> load_function(const driver::Api& api, const DispatchIndex& index,
+Expected<LoadedFunction*> load_function(const driver::Api& api, const FactIndex& index,
                                         const table::Variant& variant, const ContextRef& context) {
   Expected<Device> device = context_device(api);
   if (!device.ok()) return std::move(device).take_status().with_context(variant_name(index, variant));
@@ -308,33 +309,261 @@ Expected<void**> expanded_params(const driver::Api& api, const KernelState& stat
   return params.data();
 }
 
-// After a launch call of `function` failed with `result`: when the function may belong to a
+// One launch call's inputs, kept for its recovery: the variant, the function launched (in the
+// context it was loaded in), the grid of programs, the stream and the parameters.
+struct LaunchAttempt {
+  const driver::Api& api;
+  KernelState& state;
+  std::size_t selected;
+  const LoadedFunction& function;
+  std::array<std::int64_t, 3> grid;
+  CUstream stream;
+  void** params;
+};
+
+// After the launch call of `attempt` failed with `result`: when its function may belong to a
 // destroyed context that a new one replaced at the same address, asks the driver for the
 // context's id and, if it was so, loads the variant there and launches again (`*launched` the
 // function that launched), or sets `*launch_again` when the launch must start over (its scratch
 // belongs to the old context). Otherwise, or when the relaunch fails, the error.
-Status recover_launch(CUresult result, const driver::Api& api, KernelState& state, const table::KernelTable& table,
-                      std::size_t selected, const LoadedFunction& function, std::int64_t x, std::int64_t y,
-                      std::int64_t z, CUstream stream, void** params, const LoadedFunction** launched,
+Status recover_launch(CUresult result, const LaunchAttempt& attempt, const LoadedFunction** launched,
                       bool* launch_again) {
+  const LoadedFunction& function = attempt.function;
+  const table::KernelTable& table = attempt.state.index.table();
   *launched = &function;
   *launch_again = false;
   if (may_be_stale_context(result)) {
-    Expected<ContextRef> fresh = current_context(api);
+    Expected<ContextRef> fresh = current_context(attempt.api);
     if (fresh.ok() && fresh->id != function.context_id) {
-      Expected<LoadedFunction*> reloaded = function_for(api, state, table, selected, *fresh);
+      Expected<LoadedFunction*> reloaded = function_for(attempt.api, attempt.state, table, attempt.selected, *fresh);
       if (!reloaded.ok()) return std::move(reloaded).take_status();
       if (function.scratch) {
         *launch_again = true;
         return Status();
       }
-      result = launch_function(api, **reloaded, x, y, z, stream, params);
+      const std::array<std::int64_t, 3>& grid = attempt.grid;
+      result = launch_function(attempt.api, **reloaded, grid[0], grid[1], grid[2], attempt.stream, attempt.params);
       *launched = *reloaded;
     }
   }
   if (result == CUDA_SUCCESS) return Status();
-  return driver::call_error(api, (*launched)->attribute_count > 0 ? "cuLaunchKernelEx" : "cuLaunchKernel", result)
-      .with_context(variant_name(state.index, table.variants[selected]));
+  return driver::call_error(attempt.api, (*launched)->attribute_count > 0 ? "cuLaunchKernelEx" : "cuLaunchKernel",
+                            result)
+      .with_context(variant_name(attempt.state.index, table.variants[attempt.selected]));
+}
+
+// The steps of a launch, in order. Kernel::launch takes the common case through the remembered_*
+// ones alone and hands anything else to Kernel::launch_any, which takes a launch through all.
+
+// Step 1, the device: the current context and the facts of its device, where the launch's choice
+// or grid depends on them (both null otherwise, or for a choice made without a context).
+struct LaunchDevice {
+  CUcontext context = nullptr;
+  const DeviceFacts* facts = nullptr;
+};
+
+// The driver table, loaded on first use.
+Status load_driver(const driver::Api** api) {
+  if (*api != nullptr) return Status();
+  Expected<const driver::Api*> loaded = driver::get();
+  if (!loaded.ok()) return std::move(loaded).take_status();
+  *api = *loaded;
+  return Status();
+}
+
+// The facts this thread remembers for the device of the current context (`*current`): one driver
+// call, no lock. Null when no context is current or this thread has not asked about its device
+// yet (resolve_device does).
+__attribute__((always_inline)) inline const DeviceFacts* remembered_device(const driver::Api& api,
+                                                                           CUcontext* current) noexcept {
+  if (api.cuCtxGetCurrent(current) != CUDA_SUCCESS || *current == nullptr) return nullptr;
+  return remembered_facts_of(*current);
+}
+
+// The current context and its device's facts: as this thread remembers them, else asked of the
+// driver (device_facts), which may fail. Without a driver or a current context: an error when
+// `required` (a launch), else `*device` left empty (a choice made without the device).
+Status resolve_device(const driver::Api** api, const FactIndex& index, bool required, LaunchDevice* device) {
+  if (Status status = load_driver(api); !status.ok()) return required ? std::move(status) : Status();
+  if ((*api)->cuCtxGetCurrent(&device->context) != CUDA_SUCCESS || device->context == nullptr) {
+    device->context = nullptr;
+    if (!required) return Status();
+    Expected<ContextRef> context = current_context(**api);  // no context: current_context says why
+    return (context.ok() ? Status::error(TAOT_NO_CONTEXT, "no CUDA context is current on this thread")
+                         : std::move(context).take_status())
+        .with_context(index.qualified_name());
+  }
+  device->facts = remembered_facts_of(device->context);
+  if (device->facts == nullptr) {
+    Expected<const DeviceFacts*> facts = device_facts(**api, device->context);
+    if (!facts.ok()) return std::move(facts).take_status().with_context(index.qualified_name());
+    device->facts = *facts;
+  }
+  return Status();
+}
+
+// Step 2, the variant. The choice the kernel remembers for `args` on `device`, deciding nothing:
+// the choice cache's for a kernel with rules (`tuned`: the table in force on the device), else the
+// memo's; false when it must be decided (select_variant does). Allocates nothing.
+__attribute__((always_inline)) inline bool remembered_choice(const KernelState& state, const taot_arg* args,
+                                                             std::size_t arg_count, const Selection& selection,
+                                                             const DeviceFacts* device,
+                                                             const table::TunedTable* tuned, Choice* choice) noexcept {
+  if (TAOT_UNLIKELY(state.chooser.has_rules()))
+    return state.chooser.cached(state.index, args, arg_count, selection, device, tuned, num_sms_of(device), choice);
+  const std::int64_t memoized = state.index.memoized(args, arg_count, selection, device);
+  if (TAOT_UNLIKELY(memoized < 0)) return false;
+  *choice = Choice{static_cast<std::size_t>(memoized), Step::fallback};  // the memo holds automatic selections
+  return true;
+}
+
+// The variant to launch for `args` on `device` (null: none, or not needed) and the step that chose
+// it, into `*choice`: remembered, else decided (the rules' walk, or selection by the index's
+// bitsets). Fails with the error that names what rules every variant out. Inlined, so that a
+// remembered choice costs launch_any no call.
+__attribute__((always_inline)) inline Status select_variant(const KernelState& state, const taot_arg* args,
+                                                            std::size_t arg_count, const Selection& selection,
+                                                            const DeviceFacts* device, Choice* choice) {
+  const table::TunedTable* tuned = state.tuned_for(device);
+  if (remembered_choice(state, args, arg_count, selection, device, tuned, choice)) return Status();
+  Expected<Choice> chosen =
+      state.chooser.choose(state.index, args, arg_count, selection, device, tuned, num_sms_of(device));
+  if (!chosen.ok()) return std::move(chosen).take_status();
+  *choice = *chosen;
+  return Status();
+}
+
+// Whether a grid has a zero dimension: nothing to launch.
+bool empty_grid(const std::array<std::int64_t, 3>& grid) noexcept {
+  return grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+}
+
+// Step 3, the grid: the one given (an error for a negative dimension), else the variant's grid
+// programs evaluated for `args` (`num_sms`: the device's, for programs that read it). An error
+// when it exceeds the CUDA limits; an empty grid is none.
+Status launch_grid(const KernelState& state, std::size_t selected, const taot_arg* args, const Grid* given,
+                   std::int64_t num_sms, std::array<std::int64_t, 3>& grid) {
+  const table::KernelTable& table = state.index.table();
+  const table::Variant& variant = table.variants[selected];
+  if (given != nullptr) {
+    grid = {given->x, given->y, given->z};
+    if (grid[0] < 0 || grid[1] < 0 || grid[2] < 0)
+      return Status::error(TAOT_INVALID_ARGUMENT, state.index.qualified_name() + ": the grid given, (" +
+                                                      std::to_string(grid[0]) + ", " + std::to_string(grid[1]) + ", " +
+                                                      std::to_string(grid[2]) + "), has a negative dimension");
+  } else if (!state.plans[selected].grid.evaluate(args, grid)) {
+    if (Status status = evaluate_grid(table, variant, args, num_sms, grid); !status.ok()) return status;
+  }
+  if (empty_grid(grid)) return Status();
+  if (grid[0] > kMaxGridX || grid[1] > kMaxGridYZ || grid[2] > kMaxGridYZ)
+    return grid_error(state.index, variant, grid, 1);
+  return Status();
+}
+
+// Step 4, the function: the variant's in the current context (`current`: the one step 1 found, or
+// null to ask), found by handle once loaded, else loaded (once per context), into `*function`.
+Status find_or_load_function(const driver::Api& api, KernelState& state, std::size_t selected, CUcontext current,
+                             const LoadedFunction** function) {
+  if (current != nullptr || (api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr)) {
+    *function = find_function_by_handle(state.plans[selected].functions, current);
+    if (*function != nullptr) return Status();
+  }
+  Expected<ContextRef> context = current_context(api);
+  if (!context.ok()) return std::move(context).take_status().with_context(state.index.qualified_name());
+  Expected<LoadedFunction*> loaded = function_for(api, state, state.index.table(), selected, *context);
+  if (!loaded.ok()) return std::move(loaded).take_status();
+  *function = *loaded;
+  return Status();
+}
+
+// Step 5, scratch: the two pointers every Triton kernel takes last. For a function whose image
+// takes global or profile scratch, buffers for `grid` from the scratch pool (per stream, in the
+// function's context); else null.
+struct LaunchScratch {
+  CUdeviceptr global = 0;
+  CUdeviceptr profile = 0;
+};
+
+Status acquire_scratch(const driver::Api& api, const KernelState& state, std::size_t selected,
+                       const LoadedFunction& function, const std::array<std::int64_t, 3>& grid, CUstream stream,
+                       LaunchScratch* scratch) {
+  if (!function.scratch) return Status();
+  const table::Variant& variant = state.index.table().variants[selected];
+  const table::Image& image = *function.image;
+  const std::uint64_t programs = static_cast<std::uint64_t>(grid[0] * function.num_ctas) * grid[1] * grid[2];
+  Expected<ScratchLayout> layout = scratch_layout(programs, image.global_scratch_size, image.global_scratch_align,
+                                                  image.profile_scratch_size, image.profile_scratch_align);
+  if (!layout.ok()) return std::move(layout).take_status().with_context(variant_name(state.index, variant));
+  Expected<CUdeviceptr> buffer =
+      ScratchPool::instance().acquire(api, ContextRef{function.context, function.context_id}, stream, layout->total,
+                                      layout->align, variant_name(state.index, variant));
+  if (!buffer.ok()) return std::move(buffer).take_status();
+  if (image.global_scratch_size > 0) scratch->global = *buffer + layout->global_offset;
+  if (image.profile_scratch_size > 0) scratch->profile = *buffer + layout->profile_offset;
+  return Status();
+}
+
+// Step 6, the parameters: the call arguments in the variant's order, read in place from the
+// caller's taot_arg unions, then the two scratch pointers. Kernels with arguments that expand
+// (descriptors) take the expanded parameters instead (built per launch, off this path for all
+// other kernels). They point into `args` and `*scratch`, which outlive the launch call. Inlined,
+// as the rest of launch_any's steps are: each is its only caller.
+struct LaunchParams {
+  void** data = inline_params;  // what the launch call takes
+  void* inline_params[kInlineParams];
+  std::vector<void*> heap;  // beyond kInlineParams
+};
+
+__attribute__((always_inline)) inline Status launch_params(const driver::Api& api, const KernelState& state,
+                                                           std::size_t selected, const LoadedFunction& function,
+                                                           const taot_arg* args, LaunchScratch* scratch,
+                                                           LaunchParams* params) {
+  const table::KernelTable& table = state.index.table();
+  if (state.expanded_count > 0) {
+    const table::Variant& variant = table.variants[selected];
+    Expected<void**> expanded =
+        expanded_params(api, state, table, variant, *function.image, args, &scratch->global, &scratch->profile);
+    if (!expanded.ok()) return std::move(expanded).take_status().with_context(variant_name(state.index, variant));
+    params->data = *expanded;
+    return Status();
+  }
+  const VariantPlan& plan = state.plans[selected];
+  if (plan.param_count + abi::kScratchPointers > kInlineParams) {
+    params->heap.resize(plan.param_count + abi::kScratchPointers);
+    params->data = params->heap.data();
+  }
+  fill_params(plan, args, &scratch->global, &scratch->profile, params->data);
+  return Status();
+}
+
+// Step 7, the observer in force, if any (one atomic load on the way): told before the launch call
+// and after it, with the launch's status.
+class ObservedLaunch {
+ public:
+  ObservedLaunch(const table::KernelTable& table, const Choice& choice, const std::array<std::int64_t, 3>& grid,
+                 CUstream stream, const taot_arg* args, std::size_t arg_count, taot_kernel* kernel)
+      : observer_(current_launch_observer()) {
+    if (observer_ == nullptr) return;
+    info_ = taot_launch_info{table.library, table.name, table.variants[choice.variant].id, choice.variant,
+                             static_cast<taot_step>(choice.step), {grid[0], grid[1], grid[2]}, stream, args,
+                             arg_count, kernel};
+    if (observer_->begin != nullptr) observer_->begin(&info_, observer_->user);
+  }
+  // Tells the observer that the launch ended with `status`; returns `status`.
+  Status end(Status status) const {
+    if (observer_ != nullptr && observer_->end != nullptr) observer_->end(&info_, status.code(), observer_->user);
+    return status;
+  }
+
+ private:
+  const taot_launch_observer* observer_;
+  taot_launch_info info_;
+};
+
+// Step 8, the launch call (launch_function), recovered when it fails (recover_launch); a launch
+// that succeeded is recorded as its context's last, which a later CUDA_ERROR_ASSERT names.
+__attribute__((always_inline)) inline void record_launch(const LoadedFunction& launched) noexcept {
+  launched.context_state->last_launch.store(launched.launch_name, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -361,9 +590,11 @@ Expected<detail::KernelState*> Kernel::state() {
   if (detail::KernelState* state = state_.load(std::memory_order_acquire)) return state;
   detail::start_profiler_if_requested();  // $TAOT_PROFILE, read once, before any kernel's first launch
   detail::start_recorder_if_requested();  // $TAOT_RECORD, likewise; in front of the profiler's observer
-  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(*table_);
+  Expected<detail::FactIndex> index = detail::FactIndex::build(*table_);
   if (!index.ok()) return std::move(index).take_status();
-  auto* built = new detail::KernelState(std::move(index).value(), *table_);
+  Expected<detail::RuleChooser> chooser = detail::RuleChooser::build(*index);
+  if (!chooser.ok()) return std::move(chooser).take_status();
+  auto* built = new detail::KernelState(std::move(index).value(), std::move(chooser).value(), *table_);
   if (Status status = detail::load_tuning_directory(built->tuning, *table_); !status.ok()) {
     delete built;
     return std::move(status).with_context(std::string(table_->library) + "::" + table_->name);
@@ -386,24 +617,22 @@ Expected<Choice> Kernel::choose(const taot_arg* args, std::size_t arg_count, con
   if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
   Expected<detail::KernelState*> built = this->state();
   if (!built.ok()) return std::move(built).take_status();
-  detail::KernelState* state = *built;
-  const detail::DispatchIndex& index = state->index;
-  const detail::DeviceFacts* device = nullptr;
+  const detail::KernelState& state = **built;
   // The current context's device, if any, where the choice depends on it.
-  if (index.device_aware() || (index.has_rules() && state->choice_needs_device())) {
-    Expected<const driver::Api*> api = driver::get();
-    CUcontext current = nullptr;
-    if (api.ok() && (*api)->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr &&
-        (device = detail::remembered_facts_of(current)) == nullptr) {
-      Expected<const detail::DeviceFacts*> facts = detail::device_facts(**api, current);
-      if (!facts.ok()) return std::move(facts).take_status().with_context(index.qualified_name());
-      device = *facts;
-    }
+  const driver::Api* api = driver::loaded();
+  detail::LaunchDevice device;
+  if (state.choice_needs_device()) {
+    Status status = detail::resolve_device(&api, state.index, /*required=*/false, &device);
+    if (!status.ok()) return status;
   }
-  if (device == nullptr && state->rules_read_num_sms)
-    return Status::error(TAOT_NO_CONTEXT, index.qualified_name() + ": the kernel's rules read num_sms, which needs a "
-                                                                   "current CUDA context (make one current first)");
-  return state->choose(args, arg_count, selection, device);
+  if (device.facts == nullptr && state.rules_read_num_sms)
+    return Status::error(TAOT_NO_CONTEXT, state.index.qualified_name() +
+                                              ": the kernel's rules read num_sms, which needs a current CUDA context "
+                                              "(make one current first)");
+  Choice choice{};
+  if (Status status = detail::select_variant(state, args, arg_count, selection, device.facts, &choice); !status.ok())
+    return status;
+  return choice;
 }
 
 // The common case of a launch (everything already known: the kernel's state, the choice, the
@@ -416,33 +645,25 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   if (TAOT_UNLIKELY(state == nullptr || api == nullptr || (args == nullptr && arg_count != 0) ||
                     !state->launches_fast || detail::current_launch_observer() != nullptr))
     return launch_any(stream, args, arg_count, selection, nullptr);
-  const detail::DispatchIndex& index = state->index;
 
   // The choice, remembered, on the device (where it matters) this thread remembers for the context.
   CUcontext current = nullptr;
   const detail::DeviceFacts* device = nullptr;
-  std::size_t selected;
-  if (TAOT_UNLIKELY(index.has_rules())) {  // (out of line: kernels without rules are the common case)
+  const table::TunedTable* tuned = nullptr;
+  if (TAOT_UNLIKELY(state->chooser.has_rules())) {  // (out of line: kernels without rules are the common case)
     const detail::TuningSet& tuning = state->tuning.current();
-    if (index.device_aware() || state->rules_read_num_sms || (state->keyed_by_tuning && tuning.names_devices())) {
-      if (TAOT_UNLIKELY(api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr ||
-                        (device = detail::remembered_facts_of(current)) == nullptr))
-        return launch_any(stream, args, arg_count, selection, nullptr);
-    }
-    Choice choice;
-    if (TAOT_UNLIKELY(!index.cached(args, arg_count, selection, device, tuning.for_device(device),
-                                    device != nullptr ? device->multiprocessors : 0, &choice)))
+    if (state->choice_needs_device(tuning) &&
+        TAOT_UNLIKELY((device = detail::remembered_device(*api, &current)) == nullptr))
       return launch_any(stream, args, arg_count, selection, nullptr);
-    selected = choice.variant;
-  } else {
-    if (TAOT_UNLIKELY(index.device_aware()) &&
-        (api->cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr ||
-         (device = detail::remembered_facts_of(current)) == nullptr))
-      return launch_any(stream, args, arg_count, selection, nullptr);
-    const std::int64_t memoized = index.memoized(args, arg_count, selection, device);
-    if (TAOT_UNLIKELY(memoized < 0)) return launch_any(stream, args, arg_count, selection, nullptr);
-    selected = static_cast<std::size_t>(memoized);
+    tuned = tuning.for_device(device);
+  } else if (TAOT_UNLIKELY(state->index.device_aware()) &&
+             (device = detail::remembered_device(*api, &current)) == nullptr) {
+    return launch_any(stream, args, arg_count, selection, nullptr);
   }
+  Choice choice;
+  if (TAOT_UNLIKELY(!detail::remembered_choice(*state, args, arg_count, selection, device, tuned, &choice)))
+    return launch_any(stream, args, arg_count, selection, nullptr);
+  const std::size_t selected = choice.variant;
 
   // The grid of a common shape, within the CUDA limits; the function loaded in the current context.
   const detail::VariantPlan& plan = state->plans[selected];
@@ -463,12 +684,13 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   CUresult result = detail::launch_function(*api, *function, grid[0], grid[1], grid[2], stream, params);
   if (TAOT_UNLIKELY(result != CUDA_SUCCESS)) {
     bool launch_again = false;
-    Status status = detail::recover_launch(result, *api, *state, *table_, selected, *function, grid[0], grid[1],
-                                           grid[2], stream, params, &function, &launch_again);
+    Status status = detail::recover_launch(
+        result, detail::LaunchAttempt{*api, *state, selected, *function, grid, stream, params}, &function,
+        &launch_again);
     if (!status.ok()) return status;
     if (launch_again) return launch(stream, args, arg_count, selection);
   }
-  function->context_state->last_launch.store(function->launch_name, std::memory_order_relaxed);
+  detail::record_launch(*function);
   return Status();
 }
 
@@ -482,162 +704,56 @@ Status Kernel::launch_any(CUstream stream, const taot_arg* args, std::size_t arg
   if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
   Expected<detail::KernelState*> built = this->state();
   if (!built.ok()) return std::move(built).take_status();
-  detail::KernelState* state = *built;
-  const detail::DispatchIndex& index = state->index;
-  const bool has_rules = index.has_rules();
+  detail::KernelState& state = **built;
 
-  // The device, for kernels whose selection or grid depends on it (off the common path). The
+  // 1. The device, for kernels whose choice or grid depends on it (off the common path); the
   // current context asked here is asked once per launch.
   const driver::Api* api = driver::loaded();
-  const detail::DeviceFacts* device = nullptr;
-  CUcontext current = nullptr;
-  bool asked_context = false;
-  if (index.device_aware() || (given_grid == nullptr && state->uses_num_sms) ||
-      (has_rules && state->choice_needs_device())) {
-    if (api == nullptr) {
-      Expected<const driver::Api*> loaded_api = driver::get();
-      if (!loaded_api.ok()) return std::move(loaded_api).take_status();
-      api = *loaded_api;
-    }
-    asked_context = api->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr;
-    if (!asked_context) {  // no context: current_context says why
-      Expected<detail::ContextRef> context = detail::current_context(*api);
-      return (context.ok() ? Status::error(TAOT_NO_CONTEXT, "no CUDA context is current on this thread")
-                           : std::move(context).take_status())
-          .with_context(index.qualified_name());
-    }
-    device = detail::remembered_facts_of(current);
-    if (device == nullptr) {
-      Expected<const detail::DeviceFacts*> facts = detail::device_facts(*api, current);
-      if (!facts.ok()) return std::move(facts).take_status().with_context(index.qualified_name());
-      device = *facts;
-    }
+  detail::LaunchDevice device;
+  if (state.choice_needs_device() || (given_grid == nullptr && state.uses_num_sms)) {
+    Status status = detail::resolve_device(&api, state.index, /*required=*/true, &device);
+    if (!status.ok()) return status;
   }
-  const std::int64_t num_sms = device != nullptr ? device->multiprocessors : 0;
-
-  std::size_t selected = 0;
-  Step rule_step = Step::fallback;  // the step that chose, for kernels with rules (observers are told)
-  if (has_rules) {
-    const table::TunedTable* tuned = state->tuned_for(device);
-    Choice choice{};
-    if (!index.cached(args, arg_count, selection, device, tuned, num_sms, &choice)) {
-      Expected<Choice> chosen = index.choose(args, arg_count, selection, device, tuned, num_sms);
-      if (!chosen.ok()) return std::move(chosen).take_status();
-      choice = *chosen;
-    }
-    selected = choice.variant;
-    rule_step = choice.step;
-  } else {
-    const std::int64_t memoized = index.memoized(args, arg_count, selection, device);
-    selected = static_cast<std::size_t>(memoized);
-    if (memoized < 0) {
-      Expected<std::size_t> chosen = index.select(args, arg_count, selection, device);
-      if (!chosen.ok()) return std::move(chosen).take_status();
-      selected = *chosen;
-    }
-  }
-  const table::Variant& variant = table_->variants[selected];
-  const detail::VariantPlan& plan = state->plans[selected];
-
-  std::array<std::int64_t, 3> grid;
-  if (given_grid != nullptr) {
-    grid = {given_grid->x, given_grid->y, given_grid->z};
-    if (grid[0] < 0 || grid[1] < 0 || grid[2] < 0)
-      return Status::error(TAOT_INVALID_ARGUMENT, index.qualified_name() + ": the grid given, (" +
-                                                      std::to_string(grid[0]) + ", " + std::to_string(grid[1]) + ", " +
-                                                      std::to_string(grid[2]) + "), has a negative dimension");
-  } else if (!plan.grid.evaluate(args, grid)) {
-    if (Status status = detail::evaluate_grid(*table_, variant, args, num_sms, grid); !status.ok()) return status;
-  }
-  const std::int64_t grid_x = grid[0], grid_y = grid[1], grid_z = grid[2];
-  if (grid_x == 0 || grid_y == 0 || grid_z == 0) return Status();
-  if (grid_x > detail::kMaxGridX || grid_y > detail::kMaxGridYZ || grid_z > detail::kMaxGridYZ)
-    return detail::grid_error(index, variant, grid, 1);
-
-  // The variant's function in the current context: found by handle once loaded, else loaded.
-  if (api == nullptr) {
-    Expected<const driver::Api*> loaded_api = driver::get();
-    if (!loaded_api.ok()) return std::move(loaded_api).take_status();
-    api = *loaded_api;
-  }
-  const detail::LoadedFunction* function = nullptr;
-  if (asked_context || (api->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr))
-    function = detail::find_function_by_handle(plan.functions, current);
-  if (function == nullptr) {
-    Expected<detail::ContextRef> context = detail::current_context(*api);
-    if (!context.ok()) return std::move(context).take_status().with_context(index.qualified_name());
-    Expected<detail::LoadedFunction*> loaded = detail::function_for(*api, *state, *table_, selected, *context);
-    if (!loaded.ok()) return std::move(loaded).take_status();
-    function = *loaded;
-  }
-
-  // Programs of a cluster kernel are clusters of num_ctas blocks along x (Triton 3.6).
-  if (grid_x * function->num_ctas > detail::kMaxGridX)
-    return detail::grid_error(index, variant, grid, function->num_ctas);
-
-  CUdeviceptr global_scratch = 0, profile_scratch = 0;
-  if (function->scratch) {
-    const table::Image& image = *function->image;
-    const std::uint64_t programs = static_cast<std::uint64_t>(grid_x * function->num_ctas) * grid_y * grid_z;
-    Expected<detail::ScratchLayout> layout =
-        detail::scratch_layout(programs, image.global_scratch_size, image.global_scratch_align,
-                               image.profile_scratch_size, image.profile_scratch_align);
-    if (!layout.ok()) return std::move(layout).take_status().with_context(detail::variant_name(index, variant));
-    Expected<CUdeviceptr> buffer = detail::ScratchPool::instance().acquire(
-        *api, detail::ContextRef{function->context, function->context_id}, stream, layout->total, layout->align,
-        detail::variant_name(index, variant));
-    if (!buffer.ok()) return std::move(buffer).take_status();
-    if (image.global_scratch_size > 0) global_scratch = *buffer + layout->global_offset;
-    if (image.profile_scratch_size > 0) profile_scratch = *buffer + layout->profile_offset;
-  }
-  // Parameters: the call arguments in the variant's order, read in place from the caller's
-  // taot_arg unions, then the two scratch pointers. Kernels with arguments that expand
-  // (descriptors) take the expanded parameters instead (built per launch, off this path for all
-  // other kernels).
-  void* inline_params[detail::kInlineParams];
-  std::vector<void*> heap_params;
-  void** params = inline_params;
-  if (state->expanded_count > 0) {
-    Expected<void**> expanded = detail::expanded_params(*api, *state, *table_, variant, *function->image, args,
-                                                        &global_scratch, &profile_scratch);
-    if (!expanded.ok()) return std::move(expanded).take_status().with_context(detail::variant_name(index, variant));
-    params = *expanded;
-  } else {
-    if (plan.param_count + abi::kScratchPointers > detail::kInlineParams) {
-      heap_params.resize(plan.param_count + abi::kScratchPointers);
-      params = heap_params.data();
-    }
-    detail::fill_params(plan, args, &global_scratch, &profile_scratch, params);
-  }
-
-  // The observer, if any (one atomic load on the way): told before and after the launch call.
-  const taot_launch_observer* observer = detail::current_launch_observer();
-  taot_launch_info info;
-  if (observer != nullptr) {
-    const Step step = has_rules                 ? rule_step
-                      : selection.is_variant()  ? Step::variant
-                      : selection.fields()      ? Step::config
-                                                : Step::fallback;
-    info = taot_launch_info{table_->library, table_->name, variant.id, selected,
-                            static_cast<taot_step>(step), {grid_x, grid_y, grid_z}, stream, args, arg_count, handle()};
-    if (observer->begin != nullptr) observer->begin(&info, observer->user);
-  }
-  const auto observed = [&](Status status) {
-    if (observer != nullptr && observer->end != nullptr) observer->end(&info, status.code(), observer->user);
+  // 2. The variant. 3. The grid.
+  Choice choice{};
+  if (Status status = detail::select_variant(state, args, arg_count, selection, device.facts, &choice); !status.ok())
     return status;
-  };
-  CUresult result = detail::launch_function(*api, *function, grid_x, grid_y, grid_z, stream, params);
-  const detail::LoadedFunction* launched = function;
-  if (result != CUDA_SUCCESS) {
-    bool launch_again = false;
-    Status status = detail::recover_launch(result, *api, *state, *table_, selected, *function, grid_x, grid_y, grid_z,
-                                           stream, params, &launched, &launch_again);
-    if (!status.ok()) return observed(std::move(status));
-    if (launch_again) return observed(launch_any(stream, args, arg_count, selection, given_grid));
-  }
-  launched->context_state->last_launch.store(launched->launch_name, std::memory_order_relaxed);
-  if (observer != nullptr && observer->end != nullptr) observer->end(&info, TAOT_OK, observer->user);
-  return Status();
+  const std::size_t selected = choice.variant;
+  std::array<std::int64_t, 3> grid;
+  if (Status status = detail::launch_grid(state, selected, args, given_grid, detail::num_sms_of(device.facts), grid);
+      !status.ok())
+    return status;
+  if (detail::empty_grid(grid)) return Status();  // nothing to launch
+
+  // 4. The function, with its clusters: programs of a cluster kernel are clusters of num_ctas
+  // blocks along x (Triton 3.6).
+  if (Status status = detail::load_driver(&api); !status.ok()) return status;
+  const detail::LoadedFunction* function = nullptr;
+  if (Status status = detail::find_or_load_function(*api, state, selected, device.context, &function); !status.ok())
+    return status;
+  if (grid[0] * function->num_ctas > detail::kMaxGridX)
+    return detail::grid_error(state.index, table_->variants[selected], grid, function->num_ctas);
+
+  // 5. Scratch. 6. The parameters.
+  detail::LaunchScratch scratch;
+  if (Status status = detail::acquire_scratch(*api, state, selected, *function, grid, stream, &scratch); !status.ok())
+    return status;
+  detail::LaunchParams params;
+  if (Status status = detail::launch_params(*api, state, selected, *function, args, &scratch, &params); !status.ok())
+    return status;
+
+  // 7. The observer, told before and after. 8. The launch call, and recovery when it fails.
+  const detail::ObservedLaunch observed(*table_, choice, grid, stream, args, arg_count, handle());
+  Status status;
+  bool launch_again = false;
+  CUresult result = detail::launch_function(*api, *function, grid[0], grid[1], grid[2], stream, params.data);
+  if (result != CUDA_SUCCESS)
+    status = detail::recover_launch(
+        result, detail::LaunchAttempt{*api, state, selected, *function, grid, stream, params.data}, &function,
+        &launch_again);
+  if (launch_again) status = launch_any(stream, args, arg_count, selection, given_grid);
+  else if (status.ok()) detail::record_launch(*function);
+  return observed.end(std::move(status));
 }
 
 Status Kernel::preload() {

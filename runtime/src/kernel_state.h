@@ -1,5 +1,5 @@
-// What a Kernel keeps once built (its dispatch index, loaded functions, tuned tables), shared by
-// the runtime's sources that implement Kernel.
+// What a Kernel keeps once built (its fact index and rule chooser, loaded functions, tuned
+// tables), shared by the runtime's sources that implement Kernel.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "arg_kinds.h"
+#include "choose.h"
 #include "context_state.h"
 #include "dispatch.h"
 #include "grid.h"
@@ -73,40 +74,43 @@ struct alignas(64) VariantPlan {
   std::uint16_t inline_params[kInlineParams] = {};
 };
 
+// What rules read as num_sms: the device's multiprocessor count, 0 without a device.
+inline std::int64_t num_sms_of(const DeviceFacts* device) noexcept {
+  return device != nullptr ? device->multiprocessors : 0;
+}
+
 // Aligned to a cache line: the first holds what a launch reads first, these members' and the
-// start of the dispatch index's (its memo, choice cache and the first digits of their keys).
+// rule chooser's (its choice cache and the arguments that key it); the fact index starts the next
+// (its memo and the first digits of its key).
 struct alignas(64) KernelState {
-  KernelState(DispatchIndex dispatch_index, const table::KernelTable& table)
+  KernelState(FactIndex fact_index, RuleChooser rule_chooser, const table::KernelTable& table)
       : plans(new VariantPlan[table.variant_count]),
         tuning(table),
-        index(std::move(dispatch_index)),
+        chooser(std::move(rule_chooser)),
+        index(std::move(fact_index)),
         expanded_ordinal(table.arg_count, 0) {
     for (std::size_t v = 0; v < table.variant_count; ++v) plans[v].plan(table.variants[v]);
     for (std::size_t a = 0; a < table.arg_count; ++a)
       if (!packs_in_place(table.args[a])) expanded_ordinal[a] = expanded_count++;
     uses_num_sms = grid_uses_num_sms(table);
     launches_fast = expanded_count == 0 && !uses_num_sms;
-    rules_read_num_sms = index.has_rules() && rules_use_num_sms(table);
-    keyed_by_tuning = index.has_rules() && table.tuning_key_count > 0;
+    rules_read_num_sms = chooser.has_rules() && rules_use_num_sms(table);
+    keyed_by_tuning = chooser.has_rules() && table.tuning_key_count > 0;
   }
 
   // The tuned table in force for a kernel with rules on `device` (null: no current context), or null.
   const table::TunedTable* tuned_for(const DeviceFacts* device) const noexcept {
-    return index.has_rules() ? tuning.current().for_device(device) : nullptr;
+    return chooser.has_rules() ? tuning.current().for_device(device) : nullptr;
   }
 
-  // The choice for `args` on `device` (null: no current context): a kernel with rules takes the
-  // tuned table for the device's name and its multiprocessor count.
-  Expected<Choice> choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
-                          const DeviceFacts* device) const {
-    return index.choose(args, arg_count, selection, device, tuned_for(device),
-                        device != nullptr ? device->multiprocessors : 0);
-  }
-
-  // Whether choosing a variant needs the launching device beyond device-aware selection: for the
-  // rules' num_sms or a tuned table chosen by device name.
+  // Whether choosing a variant needs the launching device: for device-aware selection, for the
+  // rules' num_sms, or for a tuned table chosen by device name.
   bool choice_needs_device() const noexcept {
-    return rules_read_num_sms || (keyed_by_tuning && tuning.current().names_devices());
+    return index.device_aware() || rules_read_num_sms || (keyed_by_tuning && tuning.current().names_devices());
+  }
+  // The same with the tuning set in force already read (launch() reads it once).
+  bool choice_needs_device(const TuningSet& in_force) const noexcept {
+    return index.device_aware() || rules_read_num_sms || (keyed_by_tuning && in_force.names_devices());
   }
 
   // What a launch reads first, together: the variants' plans, the flags, the tuned tables.
@@ -117,7 +121,8 @@ struct alignas(64) KernelState {
   bool rules_read_num_sms = false;       // some heuristic or requirement does
   bool keyed_by_tuning = false;          // the kernel has rules and a tuning key
   TuningHolder tuning;                   // baked tables, replaced per device by loaded ones
-  DispatchIndex index;
+  RuleChooser chooser;                   // used with `index` only
+  FactIndex index;
   // Per call argument that does not pack in place (descriptors), its number among them: the index
   // of its entry in an image's tensordesc_meta; 0 for the others.
   std::vector<std::uint16_t> expanded_ordinal;

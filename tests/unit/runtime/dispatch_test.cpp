@@ -46,7 +46,7 @@ std::optional<std::size_t> reference_select(const AddKernelTable& table, taot_dt
 class DispatchTest : public ::testing::Test {
  protected:
   AddKernelTable table;
-  detail::DispatchIndex index = detail::DispatchIndex::build(table.kernel).value();
+  detail::FactIndex index = detail::FactIndex::build(table.kernel).value();
 };
 
 TEST_F(DispatchTest, MatchesReferenceForEveryCombination) {
@@ -121,7 +121,7 @@ TEST_F(DispatchTest, UnknownDtypeMissNamesArgumentAndCompiledTypes) {
 
 TEST(DispatchMiss, MisalignedPointerWithOnlyAlignedVariantsExplainsAlignment) {
   AddKernelTable table(1024, /*drop_fp16_unaligned=*/true);
-  auto index = detail::DispatchIndex::build(table.kernel).value();
+  auto index = detail::FactIndex::build(table.kernel).value();
   taot_arg args[4] = {};
   for (int p = 0; p < 3; ++p) args[p] = arg(Ptr(CUdeviceptr{kAligned}, DType::fp16));
   args[2] = arg(Ptr(CUdeviceptr{kMisaligned}, DType::fp16));

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "choose.h"
 #include "dispatch.h"
 #include "fake_driver.h"
 #include "rules.h"
@@ -263,10 +264,29 @@ struct Picked {
   Step step = Step::variant;
 };
 
-Expected<Picked> pick(const detail::DispatchIndex& index, const table::KernelTable& kernel, std::int64_t n_cols,
+// A kernel's fact index and the rule chooser built on it, as a kernel's state holds them.
+struct Chooser {
+  detail::FactIndex index;
+  detail::RuleChooser rules;
+  Expected<Choice> choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                          const detail::DeviceFacts* device, const table::TunedTable* tuned,
+                          std::int64_t num_sms) const {
+    return rules.choose(index, args, arg_count, selection, device, tuned, num_sms);
+  }
+};
+
+Expected<Chooser> build_chooser(const table::KernelTable& kernel) {
+  Expected<detail::FactIndex> index = detail::FactIndex::build(kernel);
+  if (!index.ok()) return std::move(index).take_status();
+  Expected<detail::RuleChooser> rules = detail::RuleChooser::build(*index);
+  if (!rules.ok()) return std::move(rules).take_status();
+  return Chooser{std::move(index).value(), std::move(rules).value()};
+}
+
+Expected<Picked> pick(const Chooser& chooser, const table::KernelTable& kernel, std::int64_t n_cols,
                       const Selection& selection = Selection::automatic(), const table::TunedTable* tuned = nullptr) {
   const std::vector<taot_arg> args = softmax_args(n_cols);
-  Expected<Choice> choice = index.choose(args.data(), args.size(), selection, nullptr, tuned, 132);
+  Expected<Choice> choice = chooser.choose(args.data(), args.size(), selection, nullptr, tuned, 132);
   if (!choice.ok()) return std::move(choice).take_status();
   const std::uint16_t* config = kernel.variants[choice->variant].config;
   return Picked{SoftmaxTable::kBlocks[config[0]], SoftmaxTable::kWarps[config[1]], choice->step};
@@ -287,16 +307,16 @@ std::int64_t reference_block(std::int64_t n_cols) {
 
 TEST(LaunchChoice, HeuristicsGiveTheirValuesForEveryRowLength) {
   SoftmaxTable table(true, true, false);
-  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
-  ASSERT_TRUE(index.ok());
+  Expected<Chooser> chooser = build_chooser(table.kernel);
+  ASSERT_TRUE(chooser.ok());
   for (std::int64_t n_cols = 0; n_cols <= 4096; ++n_cols) {
-    Expected<Picked> picked = pick(*index, table.kernel, n_cols);
+    Expected<Picked> picked = pick(*chooser, table.kernel, n_cols);
     ASSERT_TRUE(picked.ok()) << n_cols << ": " << picked.status().message();
     EXPECT_EQ(picked->block, reference_block(n_cols)) << n_cols;
     EXPECT_EQ(picked->warps, reference_block(n_cols) >= 2048 ? 8 : 4) << n_cols;
     EXPECT_EQ(picked->step, Step::heuristics);
   }
-  Expected<Picked> above = pick(*index, table.kernel, 4097);
+  Expected<Picked> above = pick(*chooser, table.kernel, 4097);
   ASSERT_FALSE(above.ok());
   EXPECT_EQ(above.status().code(), TAOT_NO_MATCHING_VARIANT);
   EXPECT_THAT(above.status().message(),
@@ -307,10 +327,10 @@ TEST(LaunchChoice, HeuristicsGiveTheirValuesForEveryRowLength) {
 TEST(LaunchChoice, RequirementsAloneTakeTheMostDefaultVariantThatSatisfiesThem) {
   // Default BLOCK_SIZE=4096 satisfies every n_cols up to 4096: the default step keeps it.
   SoftmaxTable table(false, true, false);
-  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
-  ASSERT_TRUE(index.ok());
+  Expected<Chooser> chooser = build_chooser(table.kernel);
+  ASSERT_TRUE(chooser.ok());
   for (std::int64_t n_cols : {1, 100, 4096}) {
-    Expected<Picked> picked = pick(*index, table.kernel, n_cols);
+    Expected<Picked> picked = pick(*chooser, table.kernel, n_cols);
     ASSERT_TRUE(picked.ok()) << picked.status().message();
     EXPECT_EQ(picked->block, 4096);
     EXPECT_EQ(picked->warps, 4);
@@ -318,16 +338,16 @@ TEST(LaunchChoice, RequirementsAloneTakeTheMostDefaultVariantThatSatisfiesThem) 
   }
   // A caller's smaller block is kept when the rule holds, refused naming the rule when it does not.
   FieldRequest small[2] = {request(std::optional<std::int64_t>(256)), {}};
-  Expected<Picked> fits = pick(*index, table.kernel, 200, Selection::config(small));
+  Expected<Picked> fits = pick(*chooser, table.kernel, 200, Selection::config(small));
   ASSERT_TRUE(fits.ok()) << fits.status().message();
   EXPECT_EQ(fits->block, 256);
   EXPECT_EQ(fits->step, Step::config);
-  Expected<Picked> too_long = pick(*index, table.kernel, 300, Selection::config(small));
+  Expected<Picked> too_long = pick(*chooser, table.kernel, 300, Selection::config(small));
   ASSERT_FALSE(too_long.ok());
   EXPECT_THAT(too_long.status().message(),
               HasSubstr("testlib::softmax: no compiled variant with the config asked for satisfies n_cols <= BLOCK_SIZE "
                         "with n_cols=300; compiled BLOCK_SIZE values: 256"));
-  Expected<Picked> none = pick(*index, table.kernel, 5000);
+  Expected<Picked> none = pick(*chooser, table.kernel, 5000);
   ASSERT_FALSE(none.ok());
   EXPECT_THAT(none.status().message(),
               HasSubstr("testlib::softmax: no compiled variant satisfies n_cols <= BLOCK_SIZE with n_cols=5000; "
@@ -336,18 +356,18 @@ TEST(LaunchChoice, RequirementsAloneTakeTheMostDefaultVariantThatSatisfiesThem) 
 
 TEST(LaunchChoice, ACallersFieldsWinAndHeuristicsFillTheOthers) {
   SoftmaxTable table(true, true, false);
-  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
-  ASSERT_TRUE(index.ok());
+  Expected<Chooser> chooser = build_chooser(table.kernel);
+  ASSERT_TRUE(chooser.ok());
   // num_warps asked: BLOCK_SIZE from its heuristic.
   FieldRequest warps[2] = {{}, request(std::optional<std::int64_t>(8))};
-  Expected<Picked> picked = pick(*index, table.kernel, 300, Selection::config(warps));
+  Expected<Picked> picked = pick(*chooser, table.kernel, 300, Selection::config(warps));
   ASSERT_TRUE(picked.ok()) << picked.status().message();
   EXPECT_EQ(picked->block, 512);
   EXPECT_EQ(picked->warps, 8);
   EXPECT_EQ(picked->step, Step::heuristics);
   // BLOCK_SIZE asked: the num_warps heuristic reads the caller's BLOCK_SIZE.
   FieldRequest block[2] = {request(std::optional<std::int64_t>(2048)), {}};
-  picked = pick(*index, table.kernel, 300, Selection::config(block));
+  picked = pick(*chooser, table.kernel, 300, Selection::config(block));
   ASSERT_TRUE(picked.ok()) << picked.status().message();
   EXPECT_EQ(picked->block, 2048);
   EXPECT_EQ(picked->warps, 8);
@@ -358,8 +378,8 @@ TEST(LaunchChoice, TunedTablesComeBeforeHeuristicsAndKeepToTheRequirements) {
   // n_cols -> (BLOCK_SIZE index, num_warps index); 1000 leaves num_warps to the heuristic; the
   // entry at 3000 breaks the requirement for n_cols above 2048 (then the heuristics choose).
   table.bake("", table::TuningMatch::nearest, {{{1, 0, 1}}, {{1000, 3, -1}}, {{3000, 4, 0}}});
-  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
-  ASSERT_TRUE(index.ok());
+  Expected<Chooser> chooser = build_chooser(table.kernel);
+  ASSERT_TRUE(chooser.ok());
   const table::TunedTable* tuned = &table.kernel.tuned[0];
   const struct {
     std::int64_t n_cols, block, warps;
@@ -374,7 +394,7 @@ TEST(LaunchChoice, TunedTablesComeBeforeHeuristicsAndKeepToTheRequirements) {
       {2049, 4096, 8, Step::heuristics},  {3000, 4096, 8, Step::heuristics},
   };
   for (const auto& c : cases) {
-    Expected<Picked> picked = pick(*index, table.kernel, c.n_cols, Selection::automatic(), tuned);
+    Expected<Picked> picked = pick(*chooser, table.kernel, c.n_cols, Selection::automatic(), tuned);
     ASSERT_TRUE(picked.ok()) << c.n_cols << ": " << picked.status().message();
     EXPECT_EQ(picked->block, c.block) << c.n_cols;
     EXPECT_EQ(picked->warps, c.warps) << c.n_cols;
@@ -382,19 +402,19 @@ TEST(LaunchChoice, TunedTablesComeBeforeHeuristicsAndKeepToTheRequirements) {
   }
   // A caller's field is kept by every step: the table fills BLOCK_SIZE, the caller's num_warps stays.
   FieldRequest warps[2] = {{}, request(std::optional<std::int64_t>(4))};
-  Expected<Picked> pinned = pick(*index, table.kernel, 100, Selection::config(warps), tuned);
+  Expected<Picked> pinned = pick(*chooser, table.kernel, 100, Selection::config(warps), tuned);
   ASSERT_TRUE(pinned.ok()) << pinned.status().message();
   EXPECT_EQ(pinned->block, 128);
   EXPECT_EQ(pinned->warps, 4);
   EXPECT_EQ(pinned->step, Step::table);
   // Every field given: the caller's config, whatever the table says.
   FieldRequest both[2] = {request(std::optional<std::int64_t>(512)), request(std::optional<std::int64_t>(8))};
-  Expected<Picked> given = pick(*index, table.kernel, 100, Selection::config(both), tuned);
+  Expected<Picked> given = pick(*chooser, table.kernel, 100, Selection::config(both), tuned);
   ASSERT_TRUE(given.ok()) << given.status().message();
   EXPECT_EQ(given->block, 512);
   EXPECT_EQ(given->step, Step::config);
   // Without a table for the device, the heuristics choose.
-  Expected<Picked> untabled = pick(*index, table.kernel, 100, Selection::automatic(), nullptr);
+  Expected<Picked> untabled = pick(*chooser, table.kernel, 100, Selection::automatic(), nullptr);
   ASSERT_TRUE(untabled.ok());
   EXPECT_EQ(untabled->step, Step::heuristics);
 }
@@ -407,11 +427,11 @@ namespace {
 
 TEST(LaunchChoice, AMissOnTheFirstArgumentWithAConfigReadsAsOneSentence) {
   SoftmaxTable table(true, true, false);
-  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
-  ASSERT_TRUE(index.ok());
+  Expected<Chooser> chooser = build_chooser(table.kernel);
+  ASSERT_TRUE(chooser.ok());
   const std::vector<taot_arg> args = {arg(Ptr(CUdeviceptr{0x7f0000001000}, DType::fp16)), arg(std::int32_t{100})};
   FieldRequest block[2] = {request(std::optional<std::int64_t>(256)), {}};
-  Expected<Choice> choice = index->choose(args.data(), args.size(), Selection::config(block), nullptr, nullptr, 132);
+  Expected<Choice> choice = chooser->choose(args.data(), args.size(), Selection::config(block), nullptr, nullptr, 132);
   ASSERT_FALSE(choice.ok());
   EXPECT_THAT(choice.status().message(),
               HasSubstr("no compiled variant accepts x_ptr = fp16 pointer 0x7f0000001000 (16-byte aligned); given the "
@@ -429,13 +449,13 @@ namespace {
 TEST(LaunchChoiceCache, RepeatedAndConcurrentChoicesEqualAFreshWalk) {
   SoftmaxTable table(true, true, true);
   table.bake("", table::TuningMatch::nearest, {{{1, 0, 1}}, {{1000, 3, -1}}, {{3000, 4, 0}}});
-  Expected<detail::DispatchIndex> cached = detail::DispatchIndex::build(table.kernel);
+  Expected<Chooser> cached = build_chooser(table.kernel);
   ASSERT_TRUE(cached.ok());
   const table::TunedTable* tuned = &table.kernel.tuned[0];
-  // The reference: each choice made by an index that has never seen another argument value.
+  // The reference: each choice made by a chooser that has never seen another argument value.
   std::vector<std::string> expected;
   for (std::int64_t n_cols = 0; n_cols <= 4096; ++n_cols) {
-    Expected<detail::DispatchIndex> fresh = detail::DispatchIndex::build(table.kernel);
+    Expected<Chooser> fresh = build_chooser(table.kernel);
     Expected<Picked> picked = pick(*fresh, table.kernel, n_cols, Selection::automatic(), tuned);
     ASSERT_TRUE(picked.ok());
     expected.push_back(describe(picked));
@@ -466,12 +486,12 @@ TEST(LaunchChoiceCache, RepeatedAndConcurrentChoicesEqualAFreshWalk) {
 
 // Choices for a config the caller asks for (as bind() and config keywords pass it) are remembered
 // beside the automatic ones: interleaved with automatic choices and other configs, from several
-// threads, each equals what an index that has seen nothing else answers, errors included.
+// threads, each equals what a chooser that has seen nothing else answers, errors included.
 TEST(LaunchChoiceCache, ConfigChoicesEqualAFreshWalkAndNeverAnAutomaticOne) {
   SoftmaxTable table(true, true, true);
   table.bake("", table::TuningMatch::nearest, {{{1, 0, 1}}, {{1000, 3, -1}}, {{3000, 4, 0}}});
   const table::TunedTable* tuned = &table.kernel.tuned[0];
-  Expected<detail::DispatchIndex> cached = detail::DispatchIndex::build(table.kernel);
+  Expected<Chooser> cached = build_chooser(table.kernel);
   ASSERT_TRUE(cached.ok());
   // The selections: automatic; num_warps alone (the other field from the steps); both fields;
   // BLOCK_SIZE alone, small enough that long rows fail its requirement; a value never compiled.
@@ -488,7 +508,7 @@ TEST(LaunchChoiceCache, ConfigChoicesEqualAFreshWalkAndNeverAnAutomaticOne) {
   std::vector<std::vector<std::string>> expected(configs.size() + 1);
   for (std::size_t s = 0; s < expected.size(); ++s)
     for (std::int64_t n_cols = 0; n_cols <= kLongest; ++n_cols) {
-      Expected<detail::DispatchIndex> fresh = detail::DispatchIndex::build(table.kernel);
+      Expected<Chooser> fresh = build_chooser(table.kernel);
       expected[s].push_back(describe(pick(*fresh, table.kernel, n_cols, selection_of(s), tuned)));
     }
   // Sanity of the reference: the config steps answer as asked, and the requirement still holds.
@@ -634,30 +654,30 @@ class BiasTable {
   table::RuleProgram requirement_{};
 };
 
-std::string chosen_id(const detail::DispatchIndex& index, const table::KernelTable& kernel, std::uint64_t bias,
+std::string chosen_id(const Chooser& chooser, const table::KernelTable& kernel, std::uint64_t bias,
                       std::int32_t n) {
   const taot_arg args[] = {arg(Ptr(CUdeviceptr{0x7f0000001000}, DType::fp32)), arg(Ptr(CUdeviceptr{bias}, DType::fp32)),
                            arg(n)};
-  Expected<Choice> choice = index.choose(args, 3, Selection::automatic(), nullptr, nullptr, 132);
+  Expected<Choice> choice = chooser.choose(args, 3, Selection::automatic(), nullptr, nullptr, 132);
   return choice.ok() ? kernel.variants[choice->variant].id : choice.status().message();
 }
 
 TEST(LaunchChoiceCache, ANullPointerThatIsNoFactIsStillPartOfTheKey) {
   BiasTable table;
-  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
-  ASSERT_TRUE(index.ok()) << index.status().message();
+  Expected<Chooser> chooser = build_chooser(table.kernel);
+  ASSERT_TRUE(chooser.ok()) << chooser.status().message();
   for (int round = 0; round < 3; ++round) {
-    EXPECT_EQ(chosen_id(*index, table.kernel, 0, 100), "add_bias_0_128");
-    EXPECT_EQ(chosen_id(*index, table.kernel, 0x7f0000002000, 100), "add_bias_1_128");
+    EXPECT_EQ(chosen_id(*chooser, table.kernel, 0, 100), "add_bias_0_128");
+    EXPECT_EQ(chosen_id(*chooser, table.kernel, 0x7f0000002000, 100), "add_bias_1_128");
   }
 }
 
 TEST(LaunchChoice, HeuristicsDecideOrFailTheDefaultNeverReplacesThem) {
   BiasTable table;
-  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
-  ASSERT_TRUE(index.ok());
-  EXPECT_EQ(chosen_id(*index, table.kernel, 0x7f0000002000, 200), "add_bias_1_256");
-  EXPECT_EQ(chosen_id(*index, table.kernel, 0x7f0000002000, 1000),
+  Expected<Chooser> chooser = build_chooser(table.kernel);
+  ASSERT_TRUE(chooser.ok());
+  EXPECT_EQ(chosen_id(*chooser, table.kernel, 0x7f0000002000, 200), "add_bias_1_256");
+  EXPECT_EQ(chosen_id(*chooser, table.kernel, 0x7f0000002000, 1000),
             "testlib::add_bias: no compiled variant with the heuristics' values (HAS_BIAS=true) satisfies n <= BLOCK "
             "with n=1000; compiled BLOCK values: 128, 256");
 }
@@ -677,10 +697,10 @@ TEST(LaunchChoice, MalformedRulesAreRefusedBeforeAnyUse) {
     table::RuleProgram bad = table.programs_.add("bad", json::parse(c.program), {"x_ptr", "bias_ptr", "n"},
                                                  {"HAS_BIAS", "BLOCK"});
     table.kernel.requirements = &bad;
-    Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(table.kernel);
-    ASSERT_FALSE(index.ok()) << c.program;
-    EXPECT_EQ(index.status().code(), TAOT_INTERNAL);
-    EXPECT_THAT(index.status().message(), HasSubstr(std::string("testlib::add_bias: rule bad ") + c.problem));
+    Expected<Chooser> chooser = build_chooser(table.kernel);
+    ASSERT_FALSE(chooser.ok()) << c.program;
+    EXPECT_EQ(chooser.status().code(), TAOT_INTERNAL);
+    EXPECT_THAT(chooser.status().message(), HasSubstr(std::string("testlib::add_bias: rule bad ") + c.problem));
   }
   BiasTable deep;
   std::string program = "[";
@@ -688,9 +708,9 @@ TEST(LaunchChoice, MalformedRulesAreRefusedBeforeAnyUse) {
   for (int i = 0; i < 32; ++i) program += R"(,{"op":"add"})";
   table::RuleProgram too_deep = deep.programs_.add("deep", json::parse(program + "]"), {"n"}, {});
   deep.kernel.requirements = &too_deep;
-  Expected<detail::DispatchIndex> index = detail::DispatchIndex::build(deep.kernel);
-  ASSERT_FALSE(index.ok());
-  EXPECT_THAT(index.status().message(), HasSubstr("holds more values than the runtime's stack"));
+  Expected<Chooser> chooser = build_chooser(deep.kernel);
+  ASSERT_FALSE(chooser.ok());
+  EXPECT_THAT(chooser.status().message(), HasSubstr("holds more values than the runtime's stack"));
 }
 
 TEST(RuleEvaluator, FloatsFollowPython) {

@@ -251,7 +251,7 @@ TEST(SchemaTwoUniform, KernelsWhoseVariantsShareTargetsNeverAskForTheDevice) {
   FakeDriver fake;
   AddKernelTable table;
   Kernel kernel(table.kernel);
-  EXPECT_FALSE(detail::DispatchIndex::build(table.kernel).value().device_aware());
+  EXPECT_FALSE(detail::FactIndex::build(table.kernel).value().device_aware());
   fake.make_current(fake.add_context(90));
   std::vector<taot_arg> args = {arg(Ptr(CUdeviceptr{kX}, DType::fp32)), arg(Ptr(CUdeviceptr{kX}, DType::fp32)),
                                 arg(Ptr(CUdeviceptr{kX}, DType::fp32)), arg(std::int64_t{4096})};
