@@ -50,7 +50,7 @@ RuleFault evaluate_rule(const table::RuleProgram& program, const table::KernelTa
 // What is wrong with `program` as a rule of `table`'s kernel (an operation it does not know, an
 // operand out of range or of the wrong kind, a jump that does not go forward, a path that leaves
 // other than one value or holds more than TAOT_RULE_STACK_DEPTH), or null when nothing is. The
-// evaluators rely on it: DispatchIndex::build checks every rule of a kernel.
+// evaluators rely on it: RuleChooser::build checks every rule of a kernel.
 const char* rule_problem(const table::RuleProgram& program, const table::KernelTable& table);
 
 // Whether `program` reads no float (no float literal, argument or field), so that
