@@ -413,10 +413,12 @@ class Renderer {
       rule_programs.push_back(program);
       requirements.push_back(std::move(program));
     }
-    std::vector<std::string> tuning_key;
+    std::vector<std::string> tuning_key;  // {index, field}: manifest.cpp checked that each name is one or the other
     for (const std::string& name : kernel.tuning_key) {
       for (std::size_t c = 0; c < call_args.size(); ++c)
-        if (kernel.args[call_args[c]].name == name) tuning_key.push_back(number(c));
+        if (kernel.args[call_args[c]].name == name) tuning_key.push_back(fmt::format("{{{}, false}}", c));
+      for (std::size_t f = 0; f < kernel.config.size(); ++f)
+        if (kernel.config[f].name == name) tuning_key.push_back(fmt::format("{{{}, true}}", f));
     }
     const bool has_heuristics = !heuristics.empty(), has_requirements = !requirements.empty();
     const bool has_tuning_key = !tuning_key.empty();

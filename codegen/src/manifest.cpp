@@ -295,18 +295,29 @@ class ManifestParser {
     }
   }
 
-  // "tuning_key": names of call arguments, distinct.
+  // "tuning_key": names of int call arguments or of int or bool config fields, distinct.
   void read_tuning_key(Kernel& kernel, const json* list, const std::string& path) {
     const std::vector<std::size_t> call_args = kernel.call_arguments();
     for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
       const std::string name = reader_.string_value(&(*list)[i], child(path, i));
       if (reader_.failed()) return;
-      const auto index = call_argument_index(kernel, call_args, name, child(path, i));
-      if (!index) return;
-      if (kernel.args[call_args[*index]].kind != ArgKind::int_scalar) {
-        reader_.fail(child(path, i), fmt::format("\"{}\" is an argument of kind {}; a tuning key is made of int arguments", name,
-                                                 detail::arg_kind_rules(kernel.args[call_args[*index]].kind).manifest_name));
-        return;
+      const auto field = std::find_if(kernel.config.begin(), kernel.config.end(),
+                                      [&](const ConfigField& f) { return f.name == name; });
+      if (field != kernel.config.end()) {
+        if (field->kind != FieldKind::int_value && field->kind != FieldKind::bool_value) {
+          reader_.fail(child(path, i), fmt::format("\"{}\" is a config field of {} values; a tuning key is made of ints "
+                                                   "and bools", name, field_kind_text(field->kind)));
+          return;
+        }
+      } else {
+        const auto index = call_argument_index(kernel, call_args, name, child(path, i));
+        if (!index) return;
+        if (kernel.args[call_args[*index]].kind != ArgKind::int_scalar) {
+          reader_.fail(child(path, i), fmt::format("\"{}\" is an argument of kind {}; a tuning key is made of int arguments "
+                                                   "and int or bool config fields",
+                                                   name, detail::arg_kind_rules(kernel.args[call_args[*index]].kind).manifest_name));
+          return;
+        }
       }
       if (std::find(kernel.tuning_key.begin(), kernel.tuning_key.end(), name) != kernel.tuning_key.end()) {
         reader_.fail(child(path, i), fmt::format("\"{}\" is listed twice", name));

@@ -308,7 +308,16 @@ class RuleSteps {
   // -1: the table's config (with heuristics for the fields it leaves) has no variant that fits.
   Expected<std::int64_t> table_step(const table::TunedTable& tuned) {
     InlineArray<std::int64_t, 8> key(table_.tuning_key_count);
-    for (std::uint16_t k = 0; k < table_.tuning_key_count; ++k) key[k] = args_[table_.tuning_key[k]].integer;
+    for (std::uint16_t k = 0; k < table_.tuning_key_count; ++k) {
+      const table::TuningKeyPart& part = table_.tuning_key[k];
+      if (!part.field) {
+        key[k] = args_[part.index].integer;
+      } else if (pinned_[part.index] != table::kUnsetValue) {  // int and bool fields: check_rules
+        key[k] = table_.fields[part.index].int_values[pinned_[part.index]];
+      } else {
+        return std::int64_t{-1};  // the caller left a key field to the runtime: there is no key
+      }
+    }
     const std::size_t entry = lookup_entry(tuned, table_.tuning_key_count, key.data());
     clear();
     const std::uint16_t* config = tuned.configs + entry * table_.field_count;
@@ -407,9 +416,14 @@ Status check_rules(const FactIndex& index, RuleFacts* rules) {
     if (const char* problem = rule_problem(table.requirements[r], table)) return bad(table.requirements[r], problem);
     rules->integer_requirements.push_back(is_integer_rule(table.requirements[r], table));
   }
-  for (std::uint16_t k = 0; k < table.tuning_key_count; ++k)
-    if (table.tuning_key[k] >= table.arg_count || table.args[table.tuning_key[k]].kind != table::ArgKind::int_scalar)
-      return Status::error(TAOT_INTERNAL, name + ": the tuning key names no int argument");
+  for (std::uint16_t k = 0; k < table.tuning_key_count; ++k) {
+    const table::TuningKeyPart& part = table.tuning_key[k];
+    const bool usable = part.field ? part.index < table.field_count &&
+                                         (table.fields[part.index].kind == table::FieldKind::int_value ||
+                                          table.fields[part.index].kind == table::FieldKind::bool_value)
+                                   : part.index < table.arg_count && table.args[part.index].kind == table::ArgKind::int_scalar;
+    if (!usable) return Status::error(TAOT_INTERNAL, name + ": the tuning key names no int argument or int or bool field");
+  }
   for (std::uint16_t t = 0; t < table.tuned_count; ++t) {
     const table::TunedTable& tuned = table.tuned[t];
     if (tuned.entry_count > 0 && (tuned.keys == nullptr || tuned.configs == nullptr))
@@ -448,7 +462,8 @@ Expected<RuleChooser> RuleChooser::build(const FactIndex& index) {
     };
     for (std::uint16_t h = 0; h < table.heuristic_count; ++h) read_by_value(table.heuristics[h].rule);
     for (std::uint16_t r = 0; r < table.requirement_count; ++r) read_by_value(table.requirements[r]);
-    for (std::uint16_t k = 0; k < table.tuning_key_count; ++k) keyed.push_back(table.tuning_key[k]);
+    for (std::uint16_t k = 0; k < table.tuning_key_count; ++k)  // a key field is in a config's cache key
+      if (!table.tuning_key[k].field) keyed.push_back(table.tuning_key[k].index);
     std::sort(keyed.begin(), keyed.end());
     keyed.erase(std::unique(keyed.begin(), keyed.end()), keyed.end());
     for (std::uint16_t a : keyed)

@@ -51,7 +51,10 @@ TuningValue compiled_value(const table::ConfigField& field, std::size_t index) {
 Expected<OwnedTable> resolve_tuning(const TuningFile& file, const table::KernelTable& kernel) {
   TuningTarget target;
   target.kernel = kernel.name;
-  for (std::uint16_t k = 0; k < kernel.tuning_key_count; ++k) target.key.push_back(kernel.args[kernel.tuning_key[k]].name);
+  for (std::uint16_t k = 0; k < kernel.tuning_key_count; ++k) {
+    const table::TuningKeyPart& part = kernel.tuning_key[k];
+    target.key.push_back(part.field ? kernel.fields[part.index].name : kernel.args[part.index].name);
+  }
   for (std::uint16_t f = 0; f < kernel.field_count; ++f) {
     const table::ConfigField& field = kernel.fields[f];
     TuningTarget::Field& described = target.fields.emplace_back();

@@ -104,3 +104,18 @@ def test_refusals_name_the_file_and_the_entry(run_taot, tuned, case):
     assert result.returncode == 1
     assert result.stderr == f"taot gen: {message}\n"
     assert not (tuned / "out").exists()
+
+
+def test_a_key_on_a_config_field_generates_and_bakes_its_table(run_taot, tuned):
+    # @triton.autotune(key=["BLOCK_SIZE_M"]) on a constexpr the caller gives: tables key on its value.
+    manifest = json.loads((tuned / "manifest.json").read_text())
+    manifest["kernels"][0]["tuning_key"] = ["M", "BLOCK_SIZE_M"]
+    (tuned / "manifest.json").write_text(json.dumps(manifest))
+    table = {"schema": "taot.tuning", "schema_version": 1, "kernel": "scale", "key": ["M", "BLOCK_SIZE_M"],
+             "entries": [{"key": [1, 16], "config": {"num_warps": 4}}, {"key": [1, 64], "config": {"num_warps": 8}}]}
+    (tuned / "tables" / "field.json").write_text(json.dumps(table))
+    result = gen(run_taot, tuned, "tables/field.json")
+    assert result.returncode == 0, result.stderr
+    tables = (tuned / "out" / "tuned_tables.cpp").read_text()
+    assert "constexpr taot::table::TuningKeyPart tuning_key[] = {{1, false}, {0, true}};" in tables
+    assert "tuned_0_keys[] = {1, 16, 1, 64};" in tables

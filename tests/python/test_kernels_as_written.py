@@ -647,11 +647,35 @@ def test_a_pointer_in_the_autotune_key_is_left_out_with_a_note(tmp_path):
     keyed = AUTOTUNED.replace('key=["n"]', 'key=["n", "x_ptr"]')
     kernel = load(tmp_path, keyed, spec()).kernels[0]
     assert kernel.tuning_key == ("n",)
-    assert "@triton.autotune key names x_ptr, a pointer, on whose dtype Triton keys; taot compiles variants per " \
-           "dtype, so the tuning key leaves it out" in kernel.notes
+    assert "@triton.autotune key names x_ptr, a pointer argument; taot compiles variants per dtype, so the tuning " \
+           "key leaves it out" in kernel.notes
     message = error(tmp_path, AUTOTUNED.replace('key=["n"]', 'key=["nn"]'), spec())
     if triton_api.RELEASE.autotune_key_checked_at_decoration:  # the module does not import (nor would it for the JIT)
         assert message.startswith("spec.toml: kernel[0].source: expected a Python file that imports cleanly, got "
                                   "ValueError at line 8: key contains names that are not kernel arguments: nn"), message
     else:
-        assert message.endswith("(or give the spec's tuning_key in place of the decorator's key), got \"nn\""), message
+        assert message.endswith("(or give the spec's tuning_key in place of the decorator's key), got \"nn\", which is "
+                                "no argument or config field"), message
+
+
+def test_the_autotune_key_may_name_constexprs(tmp_path):
+    # key=["BLOCK_D"] on a constexpr the caller passes (a model dimension): Triton keys on its value.
+    keyed = AUTOTUNED.replace('key=["n"]', 'key=["n", "D", "EVEN"]').replace(
+        "BLOCK: tl.constexpr,", "BLOCK: tl.constexpr, D: tl.constexpr, SCALE: tl.constexpr,")
+    kernel = load(tmp_path, keyed, spec(args="D = { constexpr = [64, 128] }\nSCALE = { constexpr = 0.5 }")).kernels[0]
+    assert kernel.tuning_key == ("n", "D", "EVEN")
+    # A float constexpr in the decorator's key is left out: tuned tables key on ints and bools.
+    keyed = keyed.replace('key=["n", "D", "EVEN"]', 'key=["D", "SCALE"]')
+    kernel = load(tmp_path, keyed, spec(args="D = { constexpr = [64, 128] }\nSCALE = { constexpr = 0.5 }")).kernels[0]
+    assert kernel.tuning_key == ("D",)
+    assert ("@triton.autotune key names SCALE, a config field of float values; tuned tables key on ints, so the "
+            "tuning key leaves it out") in kernel.notes
+
+
+def test_the_spec_tuning_key_may_be_empty_and_names_only_what_tables_hold(tmp_path):
+    kernel = load(tmp_path, AUTOTUNED, spec(extra="tuning_key = []")).kernels[0]
+    assert kernel.tuning_key == ()
+    message = error(tmp_path, AUTOTUNED, spec(extra='tuning_key = ["x_ptr"]'))
+    assert message == ('spec.toml: kernel[0].tuning_key[0]: expected an int argument or an int or bool config field '
+                       '(n, BLOCK, EVEN, num_warps, num_stages), or tuning_key = [] for no key, got "x_ptr", a pointer '
+                       'argument'), message

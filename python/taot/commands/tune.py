@@ -108,6 +108,11 @@ def run(arguments):
     if not info.tuning_key:
         raise TaotError(f"kernel {kernel_name} has no tuning key: give it one in the spec (tuning_key = [...], or "
                         f"@triton.autotune's key) and rebuild")
+    field_keys = [name for name in info.tuning_key if name in info.config_fields]
+    if field_keys:
+        raise TaotError(f"kernel {kernel_name}'s tuning key names config field(s) {', '.join(field_keys)}: taot tune "
+                        f"keys tables on call arguments only; write such tables by hand (docs/tuning.md) or give the "
+                        f"spec a tuning_key of call arguments")
     if arguments.backend:  # a fake timer: no driver, and "all" is one worker
         gpus = [0] if arguments.gpus == "all" else gpu_list(arguments.gpus, None)
     else:

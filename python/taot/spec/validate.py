@@ -1080,9 +1080,14 @@ def _rule_filters(node, heuristics, requires, args, fields, typevars):
 
 
 def _tuning_key(node, decorated, args, fields):
-    """(names of scalar arguments or config fields whose values key tuned tables, notes)."""
+    """(names of int arguments and int or bool config fields whose values key tuned tables, notes).
+    The spec's `tuning_key` may be empty (no key); a name it gives must be usable. Of a decorator's
+    key, what tuned tables cannot hold (pointers, float arguments, string or dtype fields) is left out
+    with a note, as Triton keys on it but taot compiles it apart or cannot key on it."""
     key_node = node.key("tuning_key")
     if key_node.present():
+        if key_node.value == []:
+            return (), ()
         items = [(item, item.value) for item in key_node.value_list("argument names")]
     elif decorated.autotune is not None:
         key_path = Node(node.file, f"{node.path}.function(@triton.autotune).key", None)
@@ -1090,18 +1095,23 @@ def _tuning_key(node, decorated, args, fields):
                  for index, name in enumerate(decorated.autotune.key)]
     else:
         return (), ()
-    usable = [arg.name for arg in args if arg.rules.scalar] + [field.name for field in fields]
-    pointers = {arg.name for arg in args if arg.rules.addressed}
+    usable = [arg.name for arg in args if arg.kind == INT] + [field.name for field in fields
+                                                               if field.kind in (INT, BOOL)]
+    kinds = {arg.name: f"a {arg.kind} argument" for arg in args}
+    kinds.update({field.name: f"a config field of {field.kind} values" for field in fields})
     names, notes = [], []
     for item, name in items:
-        if name in pointers and not key_node.present():
-            notes.append(f"@triton.autotune key names {name}, a pointer, on whose dtype Triton keys; taot compiles "
-                         "variants per dtype, so the tuning key leaves it out")
-        elif name not in usable:
-            also = "" if key_node.present() else " (or give the spec's tuning_key in place of the decorator's key)"
-            raise item.error(f"a scalar argument or config field: {', '.join(usable)}{also}")
-        else:
+        if name in usable:
             names.append(name)
+        elif name in kinds and not key_node.present():
+            what = kinds[name]
+            why = "taot compiles variants per dtype" if what == "a pointer argument" else "tuned tables key on ints"
+            notes.append(f"@triton.autotune key names {name}, {what}; {why}, so the tuning key leaves it out")
+        else:
+            what = kinds.get(name, "which is no argument or config field")
+            also = "" if key_node.present() else " (or give the spec's tuning_key in place of the decorator's key)"
+            raise item.error(f"an int argument or an int or bool config field ({', '.join(usable) or 'none'}), or "
+                             f"tuning_key = [] for no key{also}", f'"{name}", {what}')
     return tuple(names), tuple(notes)
 
 

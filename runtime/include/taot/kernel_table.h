@@ -218,6 +218,15 @@ struct TunedTable {
   const std::uint16_t* configs;  // entry_count x field_count
 };
 
+// One part of a tuning key: call argument `index` (an int scalar) when `field` is false, else
+// config field `index` (an int or bool field, as `@triton.autotune(key=[...])` may name a
+// constexpr): its value is the one the caller gives, and a call that leaves it to the runtime has
+// no key, so the tuned tables are passed over.
+struct TuningKeyPart {
+  std::uint16_t index;
+  bool field;
+};
+
 struct KernelTable {
   const char* library;
   const char* name;
@@ -230,8 +239,8 @@ struct KernelTable {
   std::uint32_t variant_count;
   const char* const* targets;  // the kernel's targets, as in the spec ("sm_80"), for messages
   std::uint16_t target_count;
-  // Call-argument indices (int arguments) whose values key tuned tables, in order; may be empty.
-  const std::uint16_t* tuning_key;
+  // The arguments and config fields whose values key tuned tables, in order; may be empty.
+  const TuningKeyPart* tuning_key;
   std::uint16_t tuning_key_count;
   // Heuristics in declaration order: later ones read earlier ones' results through `field`.
   const Heuristic* heuristics;

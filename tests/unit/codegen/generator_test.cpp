@@ -200,7 +200,7 @@ TEST_F(GeneratorTest, SchemaTwoFeaturesReachTheTablesAndComments) {
   EXPECT_THAT(source, HasSubstr("{taot::table::RuleOp::jz, 6, 0, 0.0}"));
   EXPECT_THAT(source, HasSubstr("{1, {\"4 if n < 4096 else 8\", heuristic_0_code, 7}},  // num_warps"));
   EXPECT_THAT(source, HasSubstr("{\"bias_ptr is None or n % 2 == 0\", requirement_0_code, 10},"));
-  EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t tuning_key[] = {2};"));
+  EXPECT_THAT(source, HasSubstr("constexpr taot::table::TuningKeyPart tuning_key[] = {{2, false}};"));
   // The manifest's tuned table, sorted by key: (1: relu, num_warps 4), (4096: gelu, num_warps unset).
   EXPECT_THAT(source, HasSubstr("constexpr std::int64_t tuned_0_keys[] = {1, 4096};"));
   EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t tuned_0_configs[] = {1, 0, 0, 65535};"));

@@ -512,7 +512,10 @@ TEST_F(SchemaTwoErrorTest, ImagesFollowTheKernelsTargetsEachAtMostOnce) {
 
 TEST_F(SchemaTwoErrorTest, TuningKeyNamesCallArguments) {
   features["tuning_key"] = {"ACTIVATION"};
-  EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key[0]: \"ACTIVATION\" is a constexpr argument, not a call argument"));
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key[0]: \"ACTIVATION\" is a config field of string values; a tuning "
+                                    "key is made of ints and bools"));
+  features["tuning_key"] = {"num_warps", "n"};  // an int config field (as @triton.autotune keys on a constexpr)
+  EXPECT_TRUE(read_manifest(builder.write()).ok());
   features["tuning_key"] = {"m"};
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key[0]: \"m\" is not an argument of kernel features"));
   features["tuning_key"] = {"n", "n"};
@@ -570,7 +573,7 @@ TEST_F(SchemaTwoErrorTest, RuleProgramsLeaveOneValueOnEveryPath) {
   program = good;
   features["tuning_key"] = {"x_ptr"};
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key[0]: \"x_ptr\" is an argument of kind pointer; a tuning key is made "
-                                    "of int arguments"));
+                                    "of int arguments and int or bool config fields"));
 }
 
 TEST_F(SchemaTwoErrorTest, NoneSpecializationsNeedANoneArgumentAndStayOutOfParams) {

@@ -156,7 +156,7 @@ class SoftmaxTable {
   static constexpr std::int64_t kBlocks[] = {128, 256, 512, 1024, 2048, 4096};
   static constexpr std::int64_t kWarps[] = {4, 8};
 
-  SoftmaxTable(bool heuristics, bool with_requirements, bool tuning_key) {
+  SoftmaxTable(bool heuristics, bool with_requirements, bool tuning_key, bool key_on_block = false) {
     args_ = {{"x_ptr", table::ArgKind::pointer, kF32, 1, false, 0, nullptr, 0, false, false},
              {"n_cols", table::ArgKind::int_scalar, kI32, 1, false, 0, nullptr, 0, false, false}};
     fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 6, 5, nullptr},
@@ -207,7 +207,7 @@ class SoftmaxTable {
     kernel.requirements = requirements_.data();
     kernel.requirement_count = static_cast<std::uint16_t>(requirements_.size());
     if (tuning_key) {
-      kernel.tuning_key = kTuningKey;
+      kernel.tuning_key = key_on_block ? kBlockKey : kTuningKey;
       kernel.tuning_key_count = 1;
     }
   }
@@ -237,7 +237,8 @@ class SoftmaxTable {
   static constexpr table::ArgSpecialization kSpecialization[] = {{TAOT_DTYPE_FP32, 0, 0, false},
                                                                  {TAOT_DTYPE_I32, 0, 0, false}};
   static constexpr std::uint16_t kParams[] = {0, 1};
-  static constexpr std::uint16_t kTuningKey[] = {1};
+  static constexpr table::TuningKeyPart kTuningKey[] = {{1, false}};
+  static constexpr table::TuningKeyPart kBlockKey[] = {{0, true}};  // the config field BLOCK_SIZE
   static constexpr table::GridInstr kOne[] = {{table::GridOp::literal, 0, 1}};
   static constexpr unsigned char kCubin[32] = {};
   table::Image image_{"sm_90", 90, false, kCubin, 32, "softmax", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr};
@@ -417,6 +418,31 @@ TEST(LaunchChoice, TunedTablesComeBeforeHeuristicsAndKeepToTheRequirements) {
   Expected<Picked> untabled = pick(*chooser, table.kernel, 100, Selection::automatic(), nullptr);
   ASSERT_TRUE(untabled.ok());
   EXPECT_EQ(untabled->step, Step::heuristics);
+}
+
+// @triton.autotune(key=["BLOCK_SIZE"]) on a constexpr: the key is the value the caller gives.
+TEST(LaunchChoice, AKeyOnAConfigFieldReadsTheCallersValue) {
+  SoftmaxTable table(false, false, true, true);
+  // BLOCK_SIZE -> num_warps index: 256 takes 8 warps, 1024 and above 4.
+  table.bake("", table::TuningMatch::nearest, {{{256, -1, 1}}, {{1024, -1, 0}}});
+  Expected<Chooser> chooser = build_chooser(table.kernel);
+  ASSERT_TRUE(chooser.ok()) << chooser.status().message();
+  const table::TunedTable* tuned = &table.kernel.tuned[0];
+  for (const auto& [block, warps] : {std::pair<std::int64_t, std::int64_t>{256, 8}, {128, 8}, {1024, 4}, {4096, 4}}) {
+    FieldRequest given[2] = {request(std::optional<std::int64_t>(block)), {}};
+    for (int repeat = 0; repeat < 2; ++repeat) {  // the second call comes from the choice cache
+      Expected<Picked> picked = pick(*chooser, table.kernel, 100, Selection::config(given), tuned);
+      ASSERT_TRUE(picked.ok()) << block << ": " << picked.status().message();
+      EXPECT_EQ(picked->block, block);
+      EXPECT_EQ(picked->warps, warps) << block;
+      EXPECT_EQ(picked->step, Step::table) << block;
+    }
+  }
+  // No BLOCK_SIZE given: there is no key, the table is passed over for the default.
+  Expected<Picked> automatic = pick(*chooser, table.kernel, 100, Selection::automatic(), tuned);
+  ASSERT_TRUE(automatic.ok()) << automatic.status().message();
+  EXPECT_EQ(automatic->block, 4096);
+  EXPECT_EQ(automatic->step, Step::fallback);
 }
 
 }  // namespace

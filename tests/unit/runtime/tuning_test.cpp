@@ -50,7 +50,7 @@ struct TunedKernel {
   table::Arg args[3] = {{"x", table::ArgKind::pointer, nullptr, 0, false, 0, nullptr, 0, false, false},
                         {"M", table::ArgKind::int_scalar, nullptr, 0, false, 0, nullptr, 0, false, false},
                         {"N", table::ArgKind::int_scalar, nullptr, 0, false, 0, nullptr, 0, false, false}};
-  std::uint16_t key[2] = {1, 2};
+  table::TuningKeyPart key[2] = {{1, false}, {2, false}};
   std::int64_t block_m[4] = {16, 32, 64, 128};
   std::int64_t block_k[2] = {128, 256};
   std::int64_t warps[2] = {4, 8};
@@ -681,7 +681,7 @@ TEST(TuningDirectory, NoVariableOrNoFolderLoadsNothing) {
 
 TEST(KernelTuning, LoadsChecksAndResets) {
   AddKernelTable table;
-  const std::uint16_t key[] = {3};  // n_elements
+  const table::TuningKeyPart key[] = {{3, false}};  // n_elements
   table.kernel.tuning_key = key;
   table.kernel.tuning_key_count = 1;
   Kernel kernel(table.kernel);
@@ -703,7 +703,7 @@ TEST(KernelTuning, LoadsChecksAndResets) {
 
 TEST(KernelTuning, CApiLoadsAndResetsAndSetsTheLastError) {
   AddKernelTable table;
-  const std::uint16_t key[] = {3};
+  const table::TuningKeyPart key[] = {{3, false}};
   table.kernel.tuning_key = key;
   table.kernel.tuning_key_count = 1;
   Kernel kernel(table.kernel);
