@@ -384,6 +384,7 @@ class Renderer {
           {"string_values", array_ref("string_values")},
           {"value_count", number(field.values.size())},
           {"default_index", number(field.default_index)},
+          {"required", std::string(field.required ? "true" : "false")},
       });
     }
 
@@ -396,6 +397,8 @@ class Renderer {
       targets_text += (targets_text.empty() ? "" : ", ") + target;
       target_literals.push_back(c_string_literal(target));
     }
+    std::vector<std::string> parameter_literals;
+    for (const std::string& parameter : kernel.parameters) parameter_literals.push_back(c_string_literal(parameter));
     const bool partial_targets = std::any_of(kernel.variants.begin(), kernel.variants.end(), [&](const Variant& variant) {
       return variant.images.size() != kernel.targets.size();
     });
@@ -480,6 +483,10 @@ class Renderer {
         {"targets", comment_text(targets_text)},
         {"target_literals", value_list(target_literals)},
         {"target_count", number(kernel.targets.size())},
+        {"has_parameters", !parameter_literals.empty()},
+        {"parameter_literals", value_list(parameter_literals)},
+        {"parameters_ref", std::string(parameter_literals.empty() ? "nullptr" : "parameters")},
+        {"parameter_count", number(parameter_literals.size())},
         {"partial_targets", partial_targets},
         {"variant_count", number(kernel.variants.size())},
         {"variants_text", fmt::format("{} compiled variant{}", kernel.variants.size(), kernel.variants.size() == 1 ? "" : "s")},

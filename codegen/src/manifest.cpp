@@ -88,6 +88,12 @@ std::string describe_value(const ConfigValue& value) {
   return std::string(dtype_name(std::get<DType>(value)));
 }
 
+std::string describe_values(const std::vector<ConfigValue>& values) {
+  std::string text;
+  for (const ConfigValue& value : values) text += (text.empty() ? "" : ", ") + describe_value(value);
+  return text;
+}
+
 // Names the generated code defines for each kernel, to find clashes between kernels: C++ names
 // in the library's namespace and C functions at global scope, kept apart by a tag that also
 // reads well in the error message.
@@ -241,6 +247,8 @@ class ManifestParser {
       for (std::size_t d = 0; d < 3; ++d) kernel.grid_text[d] = reader_.string_value(&(*grid)[d], child(child(path, "grid"), d));
     }
     read_args(kernel, reader_.get_array(object, "args", path), child(path, "args"));
+    if (object != nullptr && object->contains("parameters"))
+      read_parameters(kernel, reader_.get_array(object, "parameters", path), child(path, "parameters"));
     read_config_fields(kernel, reader_.get_array(object, "config", path), child(path, "config"));
     if (object != nullptr && object->contains("tuning_key"))
       read_tuning_key(kernel, reader_.get_array(object, "tuning_key", path), child(path, "tuning_key"));
@@ -293,6 +301,27 @@ class ManifestParser {
       previous = position;
       kernel.targets.push_back(target);
     }
+  }
+
+  // "parameters": the function's parameter names in order, distinct, every argument that is not
+  // launch-only among them in the order of "args".
+  void read_parameters(Kernel& kernel, const json* list, const std::string& path) {
+    std::size_t next_arg = 0;  // the next argument of "args" the list must name
+    for (std::size_t i = 0; list != nullptr && i < list->size() && !reader_.failed(); ++i) {
+      const std::string name = reader_.string_value(&(*list)[i], child(path, i));
+      if (reader_.failed()) return;
+      if (std::find(kernel.parameters.begin(), kernel.parameters.end(), name) != kernel.parameters.end()) {
+        reader_.fail(child(path, i), fmt::format("\"{}\" is listed twice", name));
+        return;
+      }
+      while (next_arg < kernel.args.size() && kernel.args[next_arg].launch_only) ++next_arg;
+      if (next_arg < kernel.args.size() && kernel.args[next_arg].name == name) ++next_arg;
+      kernel.parameters.push_back(name);
+    }
+    while (next_arg < kernel.args.size() && kernel.args[next_arg].launch_only) ++next_arg;
+    if (list != nullptr && next_arg < kernel.args.size())
+      reader_.fail(path, fmt::format("argument \"{}\" is not among the parameters, in the order of \"args\"",
+                                     kernel.args[next_arg].name));
   }
 
   // "tuning_key": names of int call arguments or of int or bool config fields, distinct.
@@ -628,11 +657,14 @@ class ManifestParser {
       if (reader_.failed()) return;
       const auto found = std::find(field.values.begin(), field.values.end(), default_value);
       if (found == field.values.end()) {
-        reader_.fail(child(field_path, "default"),
-                     fmt::format("{} is not one of the field's values", describe_value(default_value)));
+        reader_.fail(child(field_path, "default"), fmt::format("{} is not one of the values of {} ({})",
+                                                               describe_value(default_value), field.name,
+                                                               describe_values(field.values)));
         return;
       }
       field.default_index = static_cast<std::size_t>(found - field.values.begin());
+      if (object != nullptr && object->contains("required"))
+        field.required = reader_.get_bool(object, "required", field_path);
       kernel.config.push_back(std::move(field));
     }
   }

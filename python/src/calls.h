@@ -2,6 +2,8 @@
 // keywords resolved once per set of names and values, a kernel's call and a bound launcher's.
 #pragma once
 
+#include <cstring>
+
 #include "arrays.h"
 
 namespace taot::python::detail {
@@ -400,8 +402,28 @@ struct KernelBinding {
     keywords.emplace_back(nb::steal(interned(grid_keyword.c_str())), kGridKeyword);
     for (std::size_t f = 0; f < table.field_count; ++f)
       keywords.emplace_back(nb::steal(interned(table.fields[f].name)), static_cast<std::int32_t>(f));
+    for (std::size_t p = 0; p < table.parameter_count; ++p) positions.push_back(position_of(table.parameters[p]));
+    for (std::size_t a = 0; a < table.arg_count && !positions.empty(); ++a)
+      if (table.args[a].launch_only) positions.push_back({Position::argument, a});
     doc = kernel_doc();
   }
+
+  // What a value given by position fills, in the function's parameter order (then the launch-only
+  // arguments), as Triton's JIT binds `kernel[grid](x, out, n, 1024)`: a call argument, a config
+  // field, or a constexpr compiled in at its default (which cannot be given).
+  struct Position {
+    enum Kind { argument, field, fixed } kind;
+    std::size_t index;  // of the argument or field
+  };
+  Position position_of(const char* parameter) const noexcept {
+    for (std::size_t a = 0; a < table.arg_count; ++a)
+      if (std::strcmp(table.args[a].name, parameter) == 0) return {Position::argument, a};
+    for (std::size_t f = 0; f < table.field_count; ++f)
+      if (std::strcmp(table.fields[f].name, parameter) == 0) return {Position::field, f};
+    return {Position::fixed, 0};
+  }
+  // The field's keyword object (interned), for a value given by position.
+  PyObject* field_keyword(std::size_t f) const noexcept { return keywords[3 + f].first.ptr(); }
 
   // The slot keyword `keyword` fills, or kUnknownKeyword.
   std::int32_t find_slot(PyObject* keyword) const noexcept {
@@ -450,6 +472,7 @@ struct KernelBinding {
   std::string stream_keyword, variant_keyword, grid_keyword;  // see launch_keyword
   std::string doc;
   std::vector<std::pair<nb::object, std::int32_t>> keywords;  // stream, variant, grid, then the fields
+  std::vector<Position> positions;  // empty when the library does not record the function's parameters
   KeywordCache cache;
 };
 
@@ -556,16 +579,40 @@ inline nb::object keyword_names(const std::vector<PyObject*>& kept) {
 }
 
 // A call that gives some arguments by keyword, as Triton's callers do (`k[grid](x, out, n=n,
-// BLOCK=128)`): `values` holds every argument in order, then the values of the other keywords,
-// which `kwnames()` names. Only calls with fewer positional arguments than the kernel takes come
-// here: a call that gives them all in order pays nothing for it.
+// BLOCK=128)`), or constexprs by position (`k[grid](x, out, n, 128)`: more values than call
+// arguments are bound in the function's parameter order): `values` holds every argument in order,
+// then the values of the other keywords and of the constexprs given by position, which `kwnames()`
+// names. A call that gives exactly its arguments in order pays nothing for this.
 struct KeywordArgs {
   KeywordArgs(const KernelBinding& binding, PyObject* const* args, std::size_t nargs, PyObject* kwnames) {
     const table::KernelTable& table = binding.table;
-    values.assign(args, args + nargs);
+    std::vector<PyObject*> kept_names, kept_values;
+    if (nargs <= table.arg_count) {
+      values.assign(args, args + nargs);
+    } else {
+      if (nargs > binding.positions.size())
+        throw nb::type_error((binding.name + "() takes " + std::to_string(table.arg_count) + " arguments" +
+                              (binding.positions.empty() ? std::string()
+                                                         : " (" + std::to_string(binding.positions.size()) +
+                                                               " with its constexprs, in the function's order)") +
+                              ", got " + std::to_string(nargs)).c_str());
+      for (std::size_t i = 0; i < nargs; ++i) {
+        const KernelBinding::Position& position = binding.positions[i];
+        if (position.kind == KernelBinding::Position::argument) {
+          if (values.size() <= position.index) values.resize(position.index + 1, nullptr);
+          values[position.index] = args[i];
+        } else if (position.kind == KernelBinding::Position::field) {
+          kept_names.push_back(binding.field_keyword(position.index));
+          kept_values.push_back(args[i]);
+        } else {
+          throw nb::type_error((binding.name + "(): parameter " + std::to_string(i + 1) + " (" + table.parameters[i] +
+                                ") is a constexpr compiled in at its default in the function; give nothing for it")
+                                   .c_str());
+        }
+      }
+    }
     values.resize(table.arg_count, nullptr);
     const std::size_t count = kwnames != nullptr ? static_cast<std::size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
-    std::vector<PyObject*> kept_names, kept_values;
     for (std::size_t k = 0; k < count; ++k) {
       PyObject* keyword = PyTuple_GET_ITEM(kwnames, static_cast<Py_ssize_t>(k));
       const std::size_t a = binding.arg_index(keyword);
@@ -586,6 +633,11 @@ struct KeywordArgs {
       throw nb::type_error((binding.name + "() takes " + std::to_string(table.arg_count) +
                             " arguments (in order or by name), and " + missing +
                             (missing_count == 1 ? " is" : " are") + " missing").c_str());
+    for (std::size_t i = 0; i < kept_names.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (PyUnicode_Compare(kept_names[i], kept_names[j]) == 0)
+          throw nb::type_error((binding.name + "() got multiple values for argument '" +
+                                nb::str(kept_names[i]).c_str() + "'").c_str());
     values.insert(values.end(), kept_values.begin(), kept_values.end());
     names = keyword_names(kept_names);
   }
@@ -651,7 +703,7 @@ inline PyObject* finish_call(KernelBinding& binding, CallArgs& call, const CallO
 // A call of a kernel object: arguments, then keywords (stream, variant, grid, config fields).
 inline PyObject* kernel_call(KernelBinding& binding, PyObject* const* args, std::size_t nargs, PyObject* kwnames,
                              CallMode mode, const TimingOptions* timing = nullptr) {
-  if (nargs < binding.table.arg_count) {
+  if (nargs != binding.table.arg_count) {
     const KeywordArgs given(binding, args, nargs, kwnames);
     return kernel_call(binding, given.values.data(), binding.table.arg_count, given.kwnames(), mode, timing);
   }

@@ -12,6 +12,7 @@
 #include "arg_kinds.h"
 #include "branch_hints.h"
 #include "choose.h"
+#include "config_fields.h"
 #include "dispatch.h"
 #include "grid.h"
 #include "kernel_state.h"
@@ -417,6 +418,24 @@ __attribute__((always_inline)) inline bool remembered_choice(const KernelState& 
   return true;
 }
 
+// The error for a launch that leaves a required config field (a constexpr the function has no
+// default for) to taot, naming the first; ok when each is given, or the caller names a variant.
+Status check_required_fields(const KernelState& state, const Selection& selection) {
+  if (selection.is_variant()) return Status();
+  const table::KernelTable& table = state.index.table();
+  const FieldRequest* fields = selection.fields();
+  for (std::size_t f = 0; f < table.field_count; ++f) {
+    const table::ConfigField& field = table.fields[f];
+    if (!field.required || (fields != nullptr && fields[f].set)) continue;
+    std::string compiled;
+    for (std::uint16_t v = 0; v < field.value_count; ++v) compiled += (v ? ", " : "") + value_text(field, v);
+    return Status::error(TAOT_INVALID_ARGUMENT,
+                         state.index.qualified_name() + ": " + field.name + " must be given: the function has no "
+                         "default for this constexpr, so Triton's JIT requires it too (compiled values: " + compiled + ")");
+  }
+  return Status();
+}
+
 // The variant to launch for `args` on `device` (null: none, or not needed) and the step that chose
 // it, into `*choice`: remembered, else decided (the rules' walk, or selection by the index's
 // bitsets). Fails with the error that names what rules every variant out. Inlined, so that a
@@ -424,6 +443,8 @@ __attribute__((always_inline)) inline bool remembered_choice(const KernelState& 
 __attribute__((always_inline)) inline Status select_variant(const KernelState& state, const taot_arg* args,
                                                             std::size_t arg_count, const Selection& selection,
                                                             const DeviceFacts* device, Choice* choice) {
+  if (TAOT_UNLIKELY(state.has_required_fields))
+    if (Status status = check_required_fields(state, selection); !status.ok()) return status;
   const table::TunedTable* tuned = state.tuned_for(device);
   if (remembered_choice(state, args, arg_count, selection, device, tuned, choice)) return Status();
   Expected<Choice> chosen =

@@ -96,6 +96,7 @@ struct alignas(64) KernelState {
     launches_fast = expanded_count == 0 && !uses_num_sms;
     rules_read_num_sms = chooser.has_rules() && rules_use_num_sms(table);
     keyed_by_tuning = chooser.has_rules() && table.tuning_key_count > 0;
+    for (std::size_t f = 0; f < table.field_count; ++f) has_required_fields = has_required_fields || table.fields[f].required;
   }
 
   // The tuned table in force for a kernel with rules on `device` (null: no current context), or null.
@@ -120,6 +121,7 @@ struct alignas(64) KernelState {
   bool launches_fast = false;            // launch() may take the common case (no descriptors, num_sms grids)
   bool rules_read_num_sms = false;       // some heuristic or requirement does
   bool keyed_by_tuning = false;          // the kernel has rules and a tuning key
+  bool has_required_fields = false;      // some config field must be given at every launch (not by variant)
   TuningHolder tuning;                   // baked tables, replaced per device by loaded ones
   RuleChooser chooser;                   // used with `index` only
   FactIndex index;

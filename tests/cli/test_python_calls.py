@@ -95,12 +95,28 @@ def _sample_kernel(root):
             "config": [], "variants": [_variant(root, "sample", specialization, {}, params, "n")]}
 
 
+def _rowwise_kernel(root):
+    """Constexprs among the parameters, as a SwiGLU kernel has them: rowwise(x_ptr, N_COLS, n, BLOCK,
+    EPS=1e-5), N_COLS with no default in the function (required), EPS compiled in at its default."""
+    specialization = [{"arg": "x_ptr", "dtype": "fp32", "align": 0}, {"arg": "n", "type": "i32", "hint": 0}]
+    variants = [_variant(root, f"rowwise_{cols}_B{block}", specialization, {"N_COLS": cols, "BLOCK": block},
+                         ["x_ptr", "n"], "n") for cols in (2048, 4096) for block in (256, 1024)]
+    return {"name": "rowwise", "function": "rowwise", "source": "kernel.py", "source_hash": "0", "targets": ["sm_90"],
+            "grid": ["n", "1", "1"], "parameters": ["x_ptr", "N_COLS", "n", "BLOCK", "EPS"],
+            "args": [{"name": "x_ptr", "kind": "pointer", "dtypes": ["fp32"]}, {"name": "N_COLS", "kind": "constexpr"},
+                     {"name": "n", "kind": "int", "types": ["i32"]}, {"name": "BLOCK", "kind": "constexpr"}],
+            "config": [{"name": "N_COLS", "kind": "int", "values": [2048, 4096], "default": 2048, "required": True},
+                       {"name": "BLOCK", "kind": "int", "values": [256, 1024], "default": 1024}],
+            "variants": variants}
+
+
 @pytest.fixture(scope="module")
 def module_dir(tmp_path_factory, taot_bin):
     root = tmp_path_factory.mktemp("calls")
     manifest = {"schema": "taot.manifest", "schema_version": 2, "triton_version": "3.6.0", "library": "calls",
                 "spec": "calls.toml", "targets": ["sm_90"],
-                "kernels": [_scale_kernel(root), _wide_kernel(root), _clash_kernel(root), _sample_kernel(root)]}
+                "kernels": [_scale_kernel(root), _wide_kernel(root), _clash_kernel(root), _sample_kernel(root),
+                            _rowwise_kernel(root)]}
     return build_module(taot_bin, root, manifest)
 
 
@@ -314,6 +330,41 @@ def test_arguments_by_keyword_as_triton_callers_give_them(module_dir):
         "no error",
         "TypeError: calls.sample: grid: expected a CUDA array (a torch tensor, or an object with __dlpack__ or "
         "__cuda_array_interface__), got tuple"], lines
+
+
+def test_constexprs_by_position_and_required_ones_as_the_jit_takes_them(module_dir):
+    lines = check(module_dir, """
+        x = f32[0]
+        k = calls.rowwise
+        print(ids(k, k.choose(x, 2048, 8)))              # N_COLS by position, between the arguments
+        print(ids(k, k.choose(x, 4096, 8, 256)))
+        print(ids(k, k.choose(x, 4096, 8, BLOCK=256)))
+        print(ids(k, k.choose(x, 8, N_COLS=4096)))       # the arguments alone, the constexpr by keyword
+        print(ids(k, k.choose(x, 8, variant=1)))         # a variant names every field
+        print(error_of(lambda: k.choose(x, 8)))
+        print(error_of(lambda: k.choose(x, n=8, BLOCK=256)))
+        print(error_of(lambda: k(x, 4096, 8, 256, N_COLS=4096)))
+        print(error_of(lambda: k(x, 4096, 8, 256, 1e-5)))
+        print(error_of(lambda: k(x, 4096, 8, 256, 1e-5, 7)))
+        print(error_of(lambda: k(x, 4096, 8, 256, grid=(0,))))
+        print(error_of(lambda: calls.scale(x, x, 8, 64)))  # a library that records its parameters takes them too
+    """)
+    required = ("ValueError: calls::rowwise: N_COLS must be given: the function has no default for this constexpr, "
+                "so Triton's JIT requires it too (compiled values: 2048, 4096)")
+    assert lines == [
+        "('rowwise_2048_B1024', 'config')",
+        "('rowwise_4096_B256', 'config')",
+        "('rowwise_4096_B256', 'config')",
+        "('rowwise_4096_B1024', 'config')",
+        "('rowwise_2048_B1024', 'variant')",
+        required,
+        required,
+        "TypeError: calls.rowwise() got multiple values for argument 'N_COLS'",
+        "TypeError: calls.rowwise(): parameter 5 (EPS) is a constexpr compiled in at its default in the function; "
+        "give nothing for it",
+        "TypeError: calls.rowwise() takes 2 arguments (5 with its constexprs, in the function's order), got 6",
+        "no error",
+        "TypeError: calls.scale() takes 3 arguments, got 4"], lines
 
 
 def test_cached_keywords_choose_as_fresh_ones_do(module_dir):

@@ -679,3 +679,24 @@ def test_the_spec_tuning_key_may_be_empty_and_names_only_what_tables_hold(tmp_pa
     assert message == ('spec.toml: kernel[0].tuning_key[0]: expected an int argument or an int or bool config field '
                        '(n, BLOCK, EVEN, num_warps, num_stages), or tuning_key = [] for no key, got "x_ptr", a pointer '
                        'argument'), message
+
+
+def test_a_constexpr_without_a_function_default_is_required_unless_something_gives_it(tmp_path):
+    source = '''
+    @triton.jit
+    def kernel(x_ptr, out_ptr, n, N_COLS: tl.constexpr, BLOCK: tl.constexpr, ONE: tl.constexpr, KEPT: tl.constexpr = 3):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+    '''
+    args = "N_COLS = { constexpr = [2048, 4096] }\nBLOCK = { constexpr = [128, 256] }\nONE = { constexpr = 1 }"
+    # N_COLS: several values, no default in the function or the spec: every launch must give it (the
+    # spec needs no default for it). BLOCK's spec default makes it optional; ONE has one value.
+    library = load(tmp_path, source, spec(extra="", args=args).replace("grid = [\"cdiv(n, BLOCK)\"]",
+                                                                          "grid = [\"cdiv(n, BLOCK)\"]\n\n[kernel.default]\nBLOCK = 128"))
+    required = {field.name: field.required for field in library.kernels[0].config}
+    assert required == {"N_COLS": True, "BLOCK": False, "ONE": False, "KEPT": False}, required
+    assert library.kernels[0].parameter_names == ("x_ptr", "out_ptr", "n", "N_COLS", "BLOCK", "ONE", "KEPT")
+    # A rule that computes it, or a config list that gives it, makes it optional as in the JIT.
+    ruled = spec(extra='[kernel.heuristics]\nN_COLS = "4096 if n > 2048 else 2048"', args=args + "\n")
+    library = load(tmp_path, source, ruled.replace("ONE = { constexpr = 1 }", "ONE = { constexpr = 1 }\n[kernel.default]\nBLOCK = 128"))
+    assert not any(field.required for field in library.kernels[0].config)

@@ -70,6 +70,7 @@ def _kernel(library, kernel, outdir, variant_hashes):
         "source_hash": hashlib.sha256(kernel.cache_key.encode()).hexdigest(),
         "targets": [target.name for target in kernel.targets],
         "grid": None if kernel.grid_text is None else list(kernel.grid_text),
+        "parameters": list(kernel.parameter_names),
         "args": [_arg(arg, variants) for arg in kernel.args],
         "config": [_config_field(field, variants) for field in kernel.config],
         "variants": [_variant(library, kernel, variant, outdir, variant_hashes[variant.id]) for variant in variants],
@@ -104,7 +105,10 @@ def _config_field(field, variants):
     values = [value for value in field.values if _value_key(value) in used]
     if field.kind != DTYPE:
         values.sort()
-    return {"name": field.name, "kind": field.kind, "values": values, "default": field.default}
+    entry = {"name": field.name, "kind": field.kind, "values": values, "default": field.default}
+    if field.required:
+        entry["required"] = True
+    return entry
 
 
 def _value_key(value):

@@ -69,6 +69,8 @@ class ConfigField:
     is_option: bool
     is_constexpr: bool = False
     default_given: bool = True  # False: taot chose the default (the first config entry that survives)
+    required: bool = False      # every launch must give it: a constexpr of several values with no default in the
+                                # function that no config list, rule, option or [kernel.default] gives (as the JIT)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class KernelSpec:
     requires: tuple = ()    # expressions.Rule every launched variant must satisfy
     tuning: tuple = ()      # absolute paths of the tuned-table files to bake in, in spec order
     notes: tuple = ()       # what taot does not carry ahead of time (autotune pruning, pre_hooks)
+    parameter_names: tuple = ()  # the function's parameter names in order, constexprs among them (positional calls)
 
     def runtime_args(self):
         return [arg for arg in self.args if arg.is_runtime]

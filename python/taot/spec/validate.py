@@ -222,7 +222,7 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
                       options=options, config=fields, key=node.path, targets=tuple(targets),
                       configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
-                      tuning=tuning,
+                      tuning=tuning, parameter_names=tuple(param.name for param in jit_function.params),
                       notes=_notes(decorated) + tuple(heuristic_notes) +
                       _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields) +
                       _unspecialized_params_specialized(node.key("args"), jit_function, args) + replaced_notes +
@@ -867,7 +867,7 @@ def _config_fields(default_node, args, options, entries, heuristic_nodes, target
     """ConfigField per constexpr/dtype argument (in argument order), then per option, with defaults.
     A constexpr named like an option is also the option (Triton's JIT passes a keyword to both),
     except when nothing sets it and it keeps the function's default."""
-    candidates = []
+    candidates, required = [], set()
     for arg in args:
         if arg.is_runtime:
             continue
@@ -883,6 +883,10 @@ def _config_fields(default_node, args, options, entries, heuristic_nodes, target
                 values = (OPTION_DEFAULTS[arg.name],)
         kind = DTYPE if arg.kind == DTYPE else _constexpr_kind(values[0])
         candidates.append((arg.name, kind, tuple(values), is_option, True))
+        if (arg.value_source is None and not arg.launch_only and arg.name not in defaults
+                and arg.name not in heuristic_nodes and not _entry_values(entries, arg.name)
+                and not default_node.key(arg.name).present()):
+            required.add(arg.name)
     arg_names = {arg.name for arg in args}
     option_names = [name for name in options if name not in arg_names]
     option_names += [name for name in OPTION_KINDS
@@ -911,12 +915,14 @@ def _config_fields(default_node, args, options, entries, heuristic_nodes, target
         derived = entries and any(name in entry for entry in entries)
         per_target = name in options and options[name].per_target is not None
         # With config entries (a kernel as autotuned) or a rule, taot picks defaults itself.
-        if len(values) > 1 and not (entries or per_target or name in heuristic_nodes):
+        # A field the caller must give (required) has no default to name; taot keeps a nominal one.
+        if len(values) > 1 and not (entries or per_target or name in heuristic_nodes or name in required):
             raise node.missing(f"the default value of {name}, one of {one_of(values)} (it has several values)")
         default = entries[0][name] if derived else \
             (options[name].for_target(targets[0].name)[0] if per_target else values[0])
         fields.append(ConfigField(name, kind, values, default, is_option, is_constexpr,
-                                  default_given=len(values) == 1))
+                                  default_given=len(values) == 1,
+                                  required=name in required and len(values) > 1))
     return tuple(fields)
 
 

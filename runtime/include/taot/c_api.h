@@ -161,7 +161,7 @@ taot_status taot_release_scratch(void);
 
 /* The version of the tables and of this C ABI that a library was generated for; a tool walking a
  * library checks taot_library_abi_version() against it. */
-#define TAOT_ABI_VERSION 3  /* 2: images carry their Triton, ptxas and launch ABI; 3: tuning keys may name config fields */
+#define TAOT_ABI_VERSION 3  /* 2: images carry their Triton, ptxas and launch ABI; 3: tuning keys may name config fields, fields may be required, kernels list their parameters */
 
 /* A generated library, as tools walk it (`<library>_library()`): its kernels, their variants and
  * each variant's images with their launch facts. */

@@ -68,7 +68,9 @@ enum class FieldKind : std::uint8_t { int_value, float_value, bool_value, dtype_
 
 // One config field (a constexpr parameter or a compile option). Int, bool and dtype values live in
 // `int_values` (dtypes as taot_dtype), float values in `float_values`, string values in
-// `string_values`; the others are null.
+// `string_values`; the others are null. `required`: a launch that is not given a variant must give
+// this field (a constexpr the function has no default for, as Triton's JIT requires it); the
+// default is never taken for it.
 struct ConfigField {
   const char* name;
   FieldKind kind;
@@ -77,6 +79,7 @@ struct ConfigField {
   std::uint16_t value_count;
   std::uint16_t default_index;
   const char* const* string_values;
+  bool required;
 };
 
 // How a variant was specialized for one call argument.
@@ -251,6 +254,11 @@ struct KernelTable {
   // Tuned tables baked into the library (at most one per device name).
   const TunedTable* tuned;
   std::uint16_t tuned_count;
+  // The function's parameters in order, constexprs among them (by name: an argument's or a config
+  // field's, or a constexpr compiled in at its function default), for callers that pass
+  // constexprs by position as Triton's JIT takes them; null when not recorded.
+  const char* const* parameters;
+  std::uint16_t parameter_count;
 };
 
 }  // namespace taot::table

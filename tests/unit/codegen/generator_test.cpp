@@ -136,8 +136,8 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   EXPECT_THAT(source, HasSubstr("    {\"flag\", taot::table::ArgKind::bool_scalar, arg_5_types, 1, false, 0, nullptr, 0, false, false},\n"));
   EXPECT_THAT(source, HasSubstr("constexpr std::int64_t field_1_values[] = {TAOT_DTYPE_FP32, TAOT_DTYPE_FP16};\n"));
   EXPECT_THAT(source, HasSubstr("constexpr double field_2_values[] = {1e-06, 0.5};\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"EPS\", taot::table::FieldKind::float_value, nullptr, field_2_values, 2, 1, nullptr},\n"));
-  EXPECT_THAT(source, HasSubstr("    {\"BLOCK_SIZE\", taot::table::FieldKind::int_value, field_0_values, nullptr, 2, 1, nullptr},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"EPS\", taot::table::FieldKind::float_value, nullptr, field_2_values, 2, 1, nullptr, false},\n"));
+  EXPECT_THAT(source, HasSubstr("    {\"BLOCK_SIZE\", taot::table::FieldKind::int_value, field_0_values, nullptr, 2, 1, nullptr, false},\n"));
   // Variant 2: fp16, BLOCK_SIZE 256, n_elements == 1 compiled in.
   EXPECT_THAT(source, HasSubstr("constexpr taot::table::ArgSpecialization variant_2_specialization[] = "
                                 "{{TAOT_DTYPE_FP16, 16, 0, false}, {TAOT_DTYPE_FP16, 16, 0, false}, {TAOT_DTYPE_FP16, 0, 0, false}, "
@@ -163,7 +163,7 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   EXPECT_THAT(source, HasSubstr("const taot::Library library(TAOT_ABI_VERSION, \"demo\", kernel_list, 4);\n"));
   EXPECT_THAT(source, HasSubstr("const taot_library* demo_library(void) { return demo::detail::library.handle(); }\n"));
   // Kernels without call arguments or fields use null tables.
-  EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1,\n    targets, 1, nullptr, 0, nullptr, 0,\n    nullptr, 0, nullptr, 0};"));
+  EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1,\n    targets, 1, nullptr, 0, nullptr, 0,\n    nullptr, 0, nullptr, 0, nullptr,\n    0};"));
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, nullptr, 0, taot::Selection::config(nullptr));"));
   // Grid text with quotes, backslashes and trigraph-like sequences is escaped.
   EXPECT_THAT(source, HasSubstr("\"-(-(stream * 2 + 3)) /* \\042quoted\\042 \\077\\077/ */\", \"max(stream, 4)\", \"1 \\134\""));
@@ -187,7 +187,7 @@ TEST_F(GeneratorTest, SchemaTwoFeaturesReachTheTablesAndComments) {
                                 "false, true},\n"));
   EXPECT_THAT(source, HasSubstr("constexpr const char* field_0_values[] = {\"gelu\", \"relu\"};\n"));
   EXPECT_THAT(source, HasSubstr("    {\"ACTIVATION\", taot::table::FieldKind::string_value, nullptr, nullptr, 2, 1, "
-                                "field_0_values},\n"));
+                                "field_0_values, true},\n"));
   EXPECT_THAT(source, HasSubstr("variant_2_specialization[] = {{TAOT_DTYPE_FP32, 16, 0, false}, "
                                 "{TAOT_DTYPE_FP16, 0, 0, true}, {TAOT_DTYPE_I32, 0, 0, false}, {TAOT_DTYPE_I32, 0, 0, false}};"));
   EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t variant_2_params[] = {0, 2};\n"));
@@ -195,7 +195,10 @@ TEST_F(GeneratorTest, SchemaTwoFeaturesReachTheTablesAndComments) {
                                 "{taot::table::GridOp::min, 0, 0}"));
   EXPECT_THAT(source, HasSubstr("variant_1_images, 1},\n"));
   EXPECT_THAT(source, HasSubstr("args, 4, fields, 2, variants, 3,\n    targets, 2, tuning_key, 1, heuristics, 1,\n"
-                                "    requirements, 1, tuned, 1};"));
+                                "    requirements, 1, tuned, 1, parameters,\n    5};"));
+  // The function's parameters in order (for constexprs given by position); a field the function has
+  // no default for is required.
+  EXPECT_THAT(source, HasSubstr("constexpr const char* parameters[] = {\"x_ptr\", \"bias_ptr\", \"n\", \"ACTIVATION\", \"EVEN\"};"));
   // Rules: programs with their text, heuristics naming their field, the tuning key as call-argument indices.
   EXPECT_THAT(source, HasSubstr("{taot::table::RuleOp::jz, 6, 0, 0.0}"));
   EXPECT_THAT(source, HasSubstr("{1, {\"4 if n < 4096 else 8\", heuristic_0_code, 7}},  // num_warps"));
@@ -206,7 +209,7 @@ TEST_F(GeneratorTest, SchemaTwoFeaturesReachTheTablesAndComments) {
   EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t tuned_0_configs[] = {1, 0, 0, 65535};"));
   EXPECT_THAT(source, HasSubstr("{\"NVIDIA H100 80GB HBM3\", "));
   EXPECT_THAT(source, HasSubstr("taot::table::TuningMatch::floor, 2, tuned_0_keys, tuned_0_configs},"));
-  EXPECT_THAT(source, HasSubstr("requirements, 1, tuned, 1};"));
+  EXPECT_THAT(source, HasSubstr("requirements, 1, tuned, 1, parameters,"));
   // Explicit grids: a config + grid overload and a variant + grid overload.
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, args, 4, taot::Selection::config(fields), grid);"));
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, args, 4, taot::Selection::variant(variant_index), grid);"));

@@ -257,6 +257,7 @@ ManifestBuilder::ManifestBuilder(std::filesystem::path dir) : dir_(std::move(dir
       {"targets", {"sm_80", "sm_90a"}},
       {"grid", {"min(n_rows, num_sms)", "1", "1"}},
       {"tuning_key", {"n"}},
+      {"parameters", {"x_ptr", "bias_ptr", "n", "ACTIVATION", "EVEN"}},  // EVEN: kept at its default
       {"heuristics",
        {{{"field", "num_warps"},
          {"expression", "4 if n < 4096 else 8"},
@@ -276,7 +277,7 @@ ManifestBuilder::ManifestBuilder(std::filesystem::path dir) : dir_(std::move(dir
         {{"name", "ACTIVATION"}, {"kind", "constexpr"}},
         {{"name", "n_rows"}, {"kind", "int"}, {"types", {"i32"}}, {"launch_only", true}}}},
       {"config",
-       {{{"name", "ACTIVATION"}, {"kind", "string"}, {"values", {"gelu", "relu"}}, {"default", "relu"}},
+       {{{"name", "ACTIVATION"}, {"kind", "string"}, {"values", {"gelu", "relu"}}, {"default", "relu"}, {"required", true}},
         {{"name", "num_warps"}, {"kind", "int"}, {"values", {4}}, {"default", 4}}}},
       {"variants", feature_variants},
       {"tuning", {"tables/features_h100.json"}},

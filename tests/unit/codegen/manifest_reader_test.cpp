@@ -384,7 +384,7 @@ TEST_F(ManifestReaderTest, RejectsConfigValuesOutsideTheField) {
   EXPECT_THAT(error_of(), HasSubstr("config.EXTRA: not a config field of kernel add_kernel"));
   kernel0["variants"][0]["config"].erase("EXTRA");
   kernel0["config"][0]["default"] = 3;
-  EXPECT_THAT(error_of(), HasSubstr("kernels[0].config[0].default: 3 is not one of the field's values"));
+  EXPECT_THAT(error_of(), HasSubstr("kernels[0].config[0].default: 3 is not one of the values of BLOCK_SIZE (256, 1024)"));
 }
 
 TEST_F(ManifestReaderTest, RejectsCountsAboveTheTableLimits) {
@@ -524,6 +524,16 @@ TEST_F(SchemaTwoErrorTest, TuningKeyNamesCallArguments) {
   EXPECT_TRUE(read_manifest(builder.write()).ok());
   features["tuning_key"] = "n";
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].tuning_key: expected an array, got \"n\""));
+}
+
+TEST_F(SchemaTwoErrorTest, ParametersListTheArgumentsInOrder) {
+  features["parameters"] = {"bias_ptr", "x_ptr", "n", "ACTIVATION"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].parameters: argument \"bias_ptr\" is not among the parameters, in the order of "
+                                    "\"args\""));
+  features["parameters"] = {"x_ptr", "x_ptr"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].parameters[1]: \"x_ptr\" is listed twice"));
+  features["parameters"] = {"x_ptr", "bias_ptr", "n", "ACTIVATION"};  // n_rows is launch-only: not a parameter
+  EXPECT_TRUE(read_manifest(builder.write()).ok());
 }
 
 TEST_F(SchemaTwoErrorTest, HeuristicsSetConfigFields) {

@@ -87,9 +87,9 @@ TEST(RuleEvaluator, AgreesWithPythonOnEveryCase) {
   static constexpr std::int64_t kBlocks[] = {256, 4096};
   static constexpr std::int64_t kWarps[] = {4};
   static constexpr std::int64_t kEven[] = {0, 1};
-  const table::ConfigField fields[] = {{"BLOCK", table::FieldKind::int_value, kBlocks, nullptr, 2, 0, nullptr},
-                                       {"WARPS", table::FieldKind::int_value, kWarps, nullptr, 1, 0, nullptr},
-                                       {"EVEN", table::FieldKind::bool_value, kEven, nullptr, 2, 0, nullptr}};
+  const table::ConfigField fields[] = {{"BLOCK", table::FieldKind::int_value, kBlocks, nullptr, 2, 0, nullptr, false},
+                                       {"WARPS", table::FieldKind::int_value, kWarps, nullptr, 1, 0, nullptr, false},
+                                       {"EVEN", table::FieldKind::bool_value, kEven, nullptr, 2, 0, nullptr, false}};
   table::KernelTable kernel{};
   kernel.library = "cases";
   kernel.name = "rules";
@@ -159,8 +159,8 @@ class SoftmaxTable {
   SoftmaxTable(bool heuristics, bool with_requirements, bool tuning_key, bool key_on_block = false) {
     args_ = {{"x_ptr", table::ArgKind::pointer, kF32, 1, false, 0, nullptr, 0, false, false},
              {"n_cols", table::ArgKind::int_scalar, kI32, 1, false, 0, nullptr, 0, false, false}};
-    fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 6, 5, nullptr},
-               {"num_warps", table::FieldKind::int_value, kWarps, nullptr, 2, 0, nullptr}};
+    fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 6, 5, nullptr, false},
+               {"num_warps", table::FieldKind::int_value, kWarps, nullptr, 2, 0, nullptr, false}};
     for (std::uint16_t b = 0; b < 6; ++b)
       for (std::uint16_t w = 0; w < 2; ++w) {
         ids_.push_back("softmax_b" + std::to_string(kBlocks[b]) + "_w" + std::to_string(kWarps[w]));
@@ -212,6 +212,9 @@ class SoftmaxTable {
     }
   }
   SoftmaxTable(const SoftmaxTable&) = delete;
+
+  // Field `f` must be given at every launch (a constexpr the function has no default for).
+  void require_field(std::size_t f) { fields_[f].required = true; }
 
   // Bakes a table (keys ascending) for `device`: each entry (n_cols, BLOCK_SIZE index or unset,
   // num_warps index or unset).
@@ -570,6 +573,30 @@ TEST(LaunchChoiceCache, ConfigChoicesEqualAFreshWalkAndNeverAnAutomaticOne) {
 namespace taot::testing {
 namespace {
 
+TEST(LaunchChoiceCApi, ARequiredFieldMustBeGivenUnlessAVariantIs) {
+  SoftmaxTable table(true, false, false);
+  table.require_field(0);  // BLOCK_SIZE, as `n_cols: tl.constexpr` with no default would be
+  FakeDriver fake{4};
+  Kernel kernel{table.kernel};
+  const std::vector<taot_arg> args = softmax_args(300);
+  size_t variant = 99;
+  EXPECT_EQ(taot_kernel_choose(kernel.handle(), args.data(), args.size(), nullptr, 0, &variant, nullptr),
+            TAOT_INVALID_ARGUMENT);
+  EXPECT_STREQ(taot_last_error(), "testlib::softmax: BLOCK_SIZE must be given: the function has no default for this "
+                                  "constexpr, so Triton's JIT requires it too (compiled values: 128, 256, 512, 1024, "
+                                  "2048, 4096)");
+  const taot_config_value warps[] = {{"num_warps", 8, 0.0, nullptr}};  // another field does not do
+  EXPECT_EQ(taot_kernel_choose(kernel.handle(), args.data(), args.size(), warps, 1, &variant, nullptr),
+            TAOT_INVALID_ARGUMENT);
+  const taot_config_value block[] = {{"BLOCK_SIZE", 512, 0.0, nullptr}};
+  ASSERT_EQ(taot_kernel_choose(kernel.handle(), args.data(), args.size(), block, 1, &variant, nullptr), TAOT_OK)
+      << taot_last_error();
+  EXPECT_STREQ(table.kernel.variants[variant].id, "softmax_b512_w4");
+  Expected<Choice> chosen = kernel.choose(args.data(), args.size(), Selection::variant(3));
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  EXPECT_EQ(chosen->variant, 3u);
+}
+
 TEST(LaunchChoiceCApi, ChooseReportsTheVariantAndTheStep) {
   SoftmaxTable table(true, true, false);
   FakeDriver fake{4};
@@ -617,8 +644,8 @@ class BiasTable {
     args_ = {{"x_ptr", table::ArgKind::pointer, kF32, 1, false, 0, nullptr, 0, false, false},
              {"bias_ptr", table::ArgKind::pointer, kF32, 1, false, 0, nullptr, 0, false, false},
              {"n", table::ArgKind::int_scalar, kI32, 1, false, 0, nullptr, 0, false, false}};
-    fields_ = {{"HAS_BIAS", table::FieldKind::bool_value, kBools, nullptr, 2, 0, nullptr},
-               {"BLOCK", table::FieldKind::int_value, kBlocks, nullptr, 2, 0, nullptr}};
+    fields_ = {{"HAS_BIAS", table::FieldKind::bool_value, kBools, nullptr, 2, 0, nullptr, false},
+               {"BLOCK", table::FieldKind::int_value, kBlocks, nullptr, 2, 0, nullptr, false}};
     for (std::uint16_t bias = 0; bias < 2; ++bias)
       for (std::uint16_t block = 0; block < 2; ++block) {
         ids_.push_back("add_bias_" + std::to_string(bias) + "_" + std::to_string(kBlocks[block]));

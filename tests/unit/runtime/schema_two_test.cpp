@@ -29,7 +29,7 @@ class FeatureTable {
              {"bias_ptr", table::ArgKind::pointer, kF16, 1, false, 0, nullptr, 0, true, false},
              {"n", table::ArgKind::int_scalar, kI32, 1, false, 0, nullptr, 0, false, false},
              {"n_rows", table::ArgKind::int_scalar, kI32, 1, false, 0, nullptr, 0, false, true}};
-    field_ = {"ACTIVATION", table::FieldKind::string_value, nullptr, nullptr, 2, 1, kActivations};
+    field_ = {"ACTIVATION", table::FieldKind::string_value, nullptr, nullptr, 2, 1, kActivations, false};
     const struct {
       bool none;
       std::uint16_t activation;

@@ -98,7 +98,7 @@ class DescriptorTable {
   static constexpr taot_dtype kIntTypes[] = {TAOT_DTYPE_I32};
   static constexpr std::uint32_t kBlocks[] = {64, 32, 128, 32};
   static constexpr std::int64_t kBlockM[] = {64, 128};
-  static constexpr table::ConfigField kField{"BM", table::FieldKind::int_value, kBlockM, nullptr, 2, 0, nullptr};
+  static constexpr table::ConfigField kField{"BM", table::FieldKind::int_value, kBlockM, nullptr, 2, 0, nullptr, false};
   static constexpr table::GridInstr kOne[] = {{table::GridOp::literal, 0, 1}};
   static constexpr unsigned char kCubin80[8] = {80}, kCubin90[8] = {90};
   std::deque<std::string> names_, ids_;

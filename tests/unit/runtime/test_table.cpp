@@ -16,8 +16,8 @@ AddKernelTable::AddKernelTable(std::uint32_t shared_bytes, bool drop_fp16_unalig
            {"y_ptr", table::ArgKind::pointer, kPointerTypes, 2, false, 1, nullptr, 0, false, false},
            {"output_ptr", table::ArgKind::pointer, kPointerTypes, 2, true, 1, nullptr, 0, false, false},
            {"n_elements", table::ArgKind::int_scalar, kIntTypes, 2, false, 0, nullptr, 0, false, false}};
-  fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 2, 1, nullptr},
-             {"num_warps", table::FieldKind::int_value, kWarps, nullptr, 2, 0, nullptr}};
+  fields_ = {{"BLOCK_SIZE", table::FieldKind::int_value, kBlocks, nullptr, 2, 1, nullptr, false},
+             {"num_warps", table::FieldKind::int_value, kWarps, nullptr, 2, 0, nullptr, false}};
   const std::pair<taot_dtype, std::uint8_t> n_choices[] = {
       {TAOT_DTYPE_I32, 16}, {TAOT_DTYPE_I32, 0}, {TAOT_DTYPE_I32, 1}, {TAOT_DTYPE_I64, 0}};
   for (taot_dtype dtype : kPointerTypes)

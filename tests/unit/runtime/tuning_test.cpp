@@ -59,13 +59,13 @@ struct TunedKernel {
   std::int64_t dtypes[2] = {TAOT_DTYPE_FP16, TAOT_DTYPE_BF16};
   const char* acts[2] = {"relu", "gelu"};
   table::ConfigField fields[7] = {
-      {"BLOCK_SIZE_M", table::FieldKind::int_value, block_m, nullptr, 4, 0, nullptr},
-      {"BLOCK_SIZE_K", table::FieldKind::int_value, block_k, nullptr, 2, 0, nullptr},
-      {"num_warps", table::FieldKind::int_value, warps, nullptr, 2, 0, nullptr},
-      {"SCALE", table::FieldKind::float_value, nullptr, scale, 2, 0, nullptr},
-      {"EVEN", table::FieldKind::bool_value, even, nullptr, 2, 0, nullptr},
-      {"DTYPE", table::FieldKind::dtype_value, dtypes, nullptr, 2, 0, nullptr},
-      {"ACT", table::FieldKind::string_value, nullptr, nullptr, 2, 0, acts},
+      {"BLOCK_SIZE_M", table::FieldKind::int_value, block_m, nullptr, 4, 0, nullptr, false},
+      {"BLOCK_SIZE_K", table::FieldKind::int_value, block_k, nullptr, 2, 0, nullptr, false},
+      {"num_warps", table::FieldKind::int_value, warps, nullptr, 2, 0, nullptr, false},
+      {"SCALE", table::FieldKind::float_value, nullptr, scale, 2, 0, nullptr, false},
+      {"EVEN", table::FieldKind::bool_value, even, nullptr, 2, 0, nullptr, false},
+      {"DTYPE", table::FieldKind::dtype_value, dtypes, nullptr, 2, 0, nullptr, false},
+      {"ACT", table::FieldKind::string_value, nullptr, nullptr, 2, 0, acts, false},
   };
   table::KernelTable kernel{};
 };

@@ -81,6 +81,7 @@ struct ConfigField {
   FieldKind kind = FieldKind::int_value;
   std::vector<ConfigValue> values;  // every value some variant has, distinct, in manifest order
   std::size_t default_index = 0;    // into `values`
+  bool required = false;            // every launch must give it (a constexpr the function has no default for)
 };
 
 // How one variant was specialized for one call argument. pointer: `type` is the element dtype,
@@ -238,7 +239,8 @@ struct Kernel {
   std::vector<std::string> targets;      // a subset of the library's targets, in its order
   std::array<std::string, 3> grid_text;  // as written, for messages and docs
   bool has_grid = true;  // false: no grid of its own ("grid": null); every launch gives one
-  std::vector<std::string> tuning_key;   // names of int call arguments; may be empty
+  std::vector<std::string> parameters;   // the function's parameter names in order; empty when not recorded
+  std::vector<std::string> tuning_key;   // names of int call arguments and int or bool config fields; may be empty
   // Tuned-table files to bake in ("tuning"), resolved against the manifest's folder; may be empty.
   std::vector<std::filesystem::path> tuning;
   std::vector<Heuristic> heuristics;     // in declaration order; may be empty
