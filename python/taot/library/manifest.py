@@ -70,11 +70,12 @@ def _kernel(library, kernel, outdir, variant_hashes):
         "source_hash": hashlib.sha256(kernel.cache_key.encode()).hexdigest(),
         "targets": [target.name for target in kernel.targets],
         "grid": None if kernel.grid_text is None else list(kernel.grid_text),
-        "parameters": list(kernel.parameter_names),
         "args": [_arg(arg, variants) for arg in kernel.args],
         "config": [_config_field(field, variants) for field in kernel.config],
         "variants": [_variant(library, kernel, variant, outdir, variant_hashes[variant.id]) for variant in variants],
     }
+    if kernel.parameter_names:  # a kernel imported from IR alone does not know them
+        entry["parameters"] = list(kernel.parameter_names)
     if kernel.tuning_key:
         entry["tuning_key"] = list(kernel.tuning_key)
     if kernel.tuning:
