@@ -422,8 +422,10 @@ struct KernelBinding {
       if (std::strcmp(table.fields[f].name, parameter) == 0) return {Position::field, f};
     return {Position::fixed, 0};
   }
-  // The field's keyword object (interned), for a value given by position.
-  PyObject* field_keyword(std::size_t f) const noexcept { return keywords[3 + f].first.ptr(); }
+  // The field's keyword object (interned), for a value given by position: `keywords` holds the
+  // call's own three keywords first, then the fields in table order.
+  PyObject* field_keyword(std::size_t f) const noexcept { return keywords[kOwnKeywords + f].first.ptr(); }
+  static constexpr std::size_t kOwnKeywords = 3;  // stream, variant, grid
 
   // The slot keyword `keyword` fills, or kUnknownKeyword.
   std::int32_t find_slot(PyObject* keyword) const noexcept {
