@@ -140,6 +140,47 @@ void read_scalar_specialization(Reader& reader, const Arg&, const json& entry, c
 }
 std::string float_type(const Arg& arg) { return arg.types.at(0) == DType::fp64 ? "double" : "float"; }
 
+// scalar: None, an int or a float, its form chosen at launch ------------------------------------
+bool is_float(DType type) { return type == DType::fp32 || type == DType::fp64; }
+void read_scalar(Reader& reader, const json& object, const std::string& path, Arg& arg) {
+  arg.types = reader.read_dtype_list(reader.get_array(&object, "types", path, 1), child(path, "types"),
+                                     {DType::i32, DType::i64, DType::fp32, DType::fp64});
+  if (object.contains("none")) arg.none = reader.get_bool(&object, "none", path);
+  if (std::count_if(arg.types.begin(), arg.types.end(), is_float) > 1 && !reader.failed())
+    reader.fail(child(path, "types"), "expected at most one float type (the form a float value takes)");
+}
+void read_scalar_form(Reader& reader, const Arg& arg, const json& entry, const std::string& path,
+                      ArgSpecialization& spec) {
+  spec.type = read_type(reader, entry, path, "type");
+  if (entry.contains("none")) spec.none = reader.get_bool(&entry, "none", path);
+  if (!reader.failed() && spec.none && !arg.none) {
+    reader.fail(child(path, "none"), fmt::format("argument {} was not declared none: true, so no variant can compile "
+                                                 "it None",
+                                                 arg.name));
+  }
+  const auto hint = entry.contains("hint") ? reader.get_unsigned(&entry, "hint", path, kMaxU32) : 0;
+  if (!reader.failed() && hint != 0 && (is_float(spec.type) || (hint != 1 && hint != 16)))
+    reader.fail(child(path, "hint"), fmt::format("expected 1 (==1), 16 (%16==0) or 0 (none) for an int form, 0 for a "
+                                                 "float, got {}",
+                                                 hint));
+  spec.hint = static_cast<std::uint8_t>(hint);
+}
+std::string describe_scalar(const Arg& arg) {
+  std::vector<DType> ints, floats;
+  for (DType type : arg.types) (is_float(type) ? floats : ints).push_back(type);
+  std::string text = ints.empty() ? "" : or_list(ints) + " integer";
+  if (!floats.empty()) text += (text.empty() ? "" : " or ") + or_list(floats) + " float";
+  if (arg.none) text += " or None (None: selects the variants compiled with " + arg.name + " None)";
+  return text + " (taot::Scalar: the form selects the variants)";
+}
+// taot::arg(value, float type): a float value is stored as the argument's float type.
+std::string scalar_arg_expression(const Arg& arg, const std::string& value) {
+  std::string float_type = "TAOT_DTYPE_UNKNOWN";
+  for (DType type : arg.types)
+    if (is_float(type)) float_type = type == DType::fp32 ? "TAOT_DTYPE_FP32" : "TAOT_DTYPE_FP64";
+  return fmt::format("taot::arg({}, {})", value, float_type);
+}
+
 // constexpr: compiled in, not a call argument ---------------------------------------------------
 void read_constexpr(Reader&, const json&, const std::string&, Arg&) {}
 void read_no_specialization(Reader&, const Arg&, const json&, const std::string&, ArgSpecialization&) {}
@@ -169,6 +210,9 @@ const ArgKindRules kRules[] = {
      [](const Arg&) -> std::string { return "const taot::TensorDesc&"; },
      [](const Arg&) -> std::string { return "const taot_tensordesc*"; }, describe_tensordesc, false,
      tensordesc_params},
+    {ArgKind::scalar, "scalar", "scalar", "type", read_scalar, read_scalar_form,
+     [](const Arg&) -> std::string { return "taot::Scalar"; }, [](const Arg&) -> std::string { return "taot_scalar"; },
+     describe_scalar, false, scalar_param, scalar_arg_expression},
     {ArgKind::constexpr_value, "constexpr", "", "", read_constexpr, read_no_specialization, no_type, no_type,
      [](const Arg&) -> std::string { return ""; }, false, no_param},
 };

@@ -34,6 +34,9 @@ struct ArgKindRules {
   // values passed in place, a descriptor's per taot/launch_abi.h, none for constexprs.
   void (*param_sizes)(const Arg& arg, const ArgSpecialization& spec, const LaunchAbi& launch_abi, bool with_map,
                       std::vector<std::uint32_t>& sizes);
+  // The expression that makes the runtime's taot_arg of a wrapper parameter `value` (C++ or C);
+  // null: taot::arg(value).
+  std::string (*arg_expression)(const Arg& arg, const std::string& value) = nullptr;
 };
 
 // The rules of `kind`.

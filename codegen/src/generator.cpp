@@ -324,7 +324,8 @@ class Renderer {
       const detail::ArgKindRules& rules = detail::arg_kind_rules(arg.kind);
       std::vector<std::string> types;
       for (DType dtype : arg.types) types.emplace_back(dtype_enumerator(dtype));
-      const std::string c_arg = fmt::format("taot::arg({})", params[i]);
+      const std::string c_arg =
+          rules.arg_expression != nullptr ? rules.arg_expression(arg, params[i]) : fmt::format("taot::arg({})", params[i]);
       std::vector<std::string> block_dims;
       for (const auto& block : arg.blocks)
         for (std::uint32_t dim : block) block_dims.push_back(number(dim));

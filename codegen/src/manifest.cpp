@@ -522,13 +522,16 @@ class ManifestParser {
     const auto index = call_argument_index(kernel, call_args, name, child(path, "name"));
     if (!index) return 0;
     const ArgKind kind = kernel.args[call_args[*index]].kind;
-    const bool scalar = kind == ArgKind::int_scalar || kind == ArgKind::float_scalar || kind == ArgKind::bool_scalar;
+    const bool scalar = kind == ArgKind::int_scalar || kind == ArgKind::float_scalar || kind == ArgKind::bool_scalar ||
+                        kind == ArgKind::scalar;
     if (instr.op == RuleOp::arg && !scalar)
-      reader_.fail(child(path, "name"), fmt::format("\"{}\" is an argument of kind {}; arg reads int, float or bool arguments",
+      reader_.fail(child(path, "name"), fmt::format("\"{}\" is an argument of kind {}; arg reads int, float, bool or scalar "
+                                                    "arguments",
                                                     name, detail::arg_kind_rules(kind).manifest_name));
-    if (instr.op == RuleOp::isnone && kind != ArgKind::pointer)
-      reader_.fail(child(path, "name"), fmt::format("\"{}\" is an argument of kind {}; isnone tests pointer arguments", name,
-                                                    detail::arg_kind_rules(kind).manifest_name));
+    if (instr.op == RuleOp::isnone && kind != ArgKind::pointer && kind != ArgKind::scalar)
+      reader_.fail(child(path, "name"), fmt::format("\"{}\" is an argument of kind {}; isnone tests pointer and scalar "
+                                                    "arguments",
+                                                    name, detail::arg_kind_rules(kind).manifest_name));
     return *index;
   }
 
@@ -719,8 +722,8 @@ class ManifestParser {
     return variant;
   }
 
-  // Launch-only arguments and pointers compiled None are never parameters; a None-able pointer
-  // that this variant does not compile None is.
+  // Launch-only arguments and arguments compiled None are never parameters; a None-able argument
+  // that this variant compiles neither None nor ==1 is.
   void check_params(const Kernel& kernel, const std::vector<std::size_t>& call_args, const Variant& variant,
                     const std::string& path) {
     if (reader_.failed()) return;
@@ -733,7 +736,7 @@ class ManifestParser {
         reader_.fail(at, fmt::format("\"{}\" is a launch-only argument; the kernel does not take it", arg.name));
       } else if (variant.specialization[i].none && in_params) {
         reader_.fail(at, fmt::format("\"{}\" is compiled None in this variant; it is not a parameter", arg.name));
-      } else if (arg.none && !variant.specialization[i].none && !in_params) {
+      } else if (arg.none && !variant.specialization[i].none && !in_params && variant.specialization[i].hint != 1) {
         reader_.fail(at, fmt::format("\"{}\" is not None in this variant, so it must be among its params", arg.name));
       }
       if (reader_.failed()) return;

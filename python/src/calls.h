@@ -80,6 +80,50 @@ struct PythonArg<table::ArgKind::bool_scalar> {
   static std::string schema_type(const table::KernelTable&, std::size_t) { return "bool"; }
 };
 
+// None, an int or a float, each selecting the variants compiled for that form (as Triton's JIT
+// specializes on the Python value); a float is stored as the argument's float type.
+template <>
+struct PythonArg<table::ArgKind::scalar> {
+  static constexpr bool kIsArray = false;
+  static void convert(const table::KernelTable& table, std::size_t index, nb::handle object, Conversion& conversion) {
+    const table::Arg& arg = table.args[index];
+    taot_dtype float_type = TAOT_DTYPE_UNKNOWN;
+    bool takes_int = false;
+    for (std::uint16_t t = 0; t < arg.type_count; ++t) {
+      if (arg.types[t] == TAOT_DTYPE_FP32 || arg.types[t] == TAOT_DTYPE_FP64) float_type = arg.types[t];
+      else takes_int = true;
+    }
+    taot_scalar scalar{TAOT_DTYPE_UNKNOWN, 0, 0.0};
+    if (object.is_none() && arg.none) {
+      // None: the form stays TAOT_DTYPE_UNKNOWN
+    } else if (takes_int && PyLong_Check(object.ptr()) && !PyBool_Check(object.ptr())) {
+      int overflow = 0;
+      scalar.dtype = TAOT_DTYPE_I64;
+      scalar.integer = PyLong_AsLongLongAndOverflow(object.ptr(), &overflow);
+      if (overflow != 0) throw nb::value_error((prefix(table, arg) + "the value does not fit in 64 bits").c_str());
+    } else if (float_type != TAOT_DTYPE_UNKNOWN &&
+               (PyFloat_Check(object.ptr()) || (PyLong_Check(object.ptr()) && !PyBool_Check(object.ptr())))) {
+      // a float, or an int where no int form was compiled (taken as the float, as float arguments take it)
+      scalar.dtype = TAOT_DTYPE_FP64;
+      scalar.real = PyFloat_AsDouble(object.ptr());
+      if (scalar.real == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw nb::value_error((prefix(table, arg) + "the value does not fit in a float").c_str());
+      }
+    } else {
+      std::string expected = takes_int ? "an int" : "";
+      if (float_type != TAOT_DTYPE_UNKNOWN) expected += std::string(expected.empty() ? "" : ", ") + "a float";
+      if (arg.none) expected += std::string(expected.empty() ? "" : ", ") + "None";
+      throw nb::type_error(
+          (prefix(table, arg) + "expected " + expected + ", got " + nb::type_name(object.type()).c_str()).c_str());
+    }
+    conversion.values[index] = taot::arg(scalar, float_type);
+  }
+  static std::string schema_type(const table::KernelTable& table, std::size_t index) {
+    return table.args[index].none ? "Scalar?" : "Scalar";
+  }
+};
+
 template <class Tag>
 using PythonArgOf = PythonArg<Tag::value>;
 

@@ -154,6 +154,69 @@ struct ArgKindRules<table::ArgKind::bool_scalar> : ScalarRules {
   }
 };
 
+// A scalar whose form is chosen at launch: None, an int or a float (`taot_arg.dtype` says which:
+// TAOT_DTYPE_UNKNOWN, TAOT_DTYPE_I64, or the argument's float type). Facts: the int facts of
+// int_scalar, then one for a float, one for None. A None variant takes only None and has no
+// parameter for it; the others are packed in place.
+template <>
+struct ArgKindRules<table::ArgKind::scalar> {
+  using IntRules = ArgKindRules<table::ArgKind::int_scalar>;
+  static constexpr int kFloat = 2 * IntRules::kClasses, kNone = kFloat + 1;
+  static bool is_float_type(taot_dtype type) { return type == TAOT_DTYPE_FP32 || type == TAOT_DTYPE_FP64; }
+  static bool takes(const table::Arg& arg, bool floats) {
+    for (std::uint16_t t = 0; t < arg.type_count; ++t)
+      if (is_float_type(arg.types[t]) == floats) return true;
+    return false;
+  }
+  // The argument's float type, or TAOT_DTYPE_UNKNOWN when it takes no float.
+  static taot_dtype float_type(const table::Arg& arg) {
+    for (std::uint16_t t = 0; t < arg.type_count; ++t)
+      if (is_float_type(arg.types[t])) return arg.types[t];
+    return TAOT_DTYPE_UNKNOWN;
+  }
+  static bool is_none(const taot_arg& value) noexcept { return value.dtype == TAOT_DTYPE_UNKNOWN; }
+  static const char* table_problem(const table::Arg& arg, const table::ArgSpecialization& spec) {
+    if (spec.none) return arg.none ? nullptr : "a None specialization of an argument without None variants";
+    return spec.type == TAOT_DTYPE_I32 || spec.type == TAOT_DTYPE_I64 || spec.type == float_type(arg)
+               ? nullptr
+               : "a type the argument does not take";
+  }
+  static int fact_count(const table::Arg&) { return kNone + 1; }
+  static int fact_of(const table::Arg& arg, const DtypeSlots&, const taot_arg& value) noexcept {
+    if (value.dtype == TAOT_DTYPE_UNKNOWN) return arg.none ? kNone : -1;
+    if (value.dtype == TAOT_DTYPE_I64) return IntRules::fact_of(value);
+    const taot_dtype floats = float_type(arg);
+    return floats != TAOT_DTYPE_UNKNOWN && value.dtype == floats ? kFloat : -1;
+  }
+  static bool accepts(const table::Arg& arg, const table::ArgSpecialization& spec, int fact) {
+    if (fact == kNone || spec.none) return fact == kNone && spec.none;
+    if (fact == kFloat) return is_float_type(spec.type);
+    return !is_float_type(spec.type) && IntRules::accepts(arg, spec, fact);
+  }
+  static int score(const table::Arg& arg, const table::ArgSpecialization& spec) {
+    return spec.none || is_float_type(spec.type) ? 0 : IntRules::score(arg, spec);
+  }
+  static std::string describe_value(const table::Arg& arg, const taot_arg& value) {
+    if (value.dtype == TAOT_DTYPE_UNKNOWN) return "None";
+    if (value.dtype == TAOT_DTYPE_I64) return std::to_string(value.integer);
+    if (value.dtype == TAOT_DTYPE_FP32) return std::to_string(value.real32);
+    if (value.dtype == TAOT_DTYPE_FP64) return std::to_string(value.real64);
+    return "a value of form " + std::to_string(value.dtype) + " (expected " +
+           (takes(arg, false) ? "an int (TAOT_DTYPE_I64), " : "") +
+           (takes(arg, true) ? std::string(dtype_name(static_cast<DType>(float_type(arg)))) + ", " : "") + "or None)";
+  }
+  static std::string compiled_choice(const table::Arg& arg, const table::ArgSpecialization& spec) {
+    if (spec.none) return "None";
+    return is_float_type(spec.type) ? dtype_name(static_cast<DType>(spec.type)) : IntRules::compiled_choice(arg, spec);
+  }
+  static std::string variant_text(const table::Arg& arg, const table::ArgSpecialization& spec) {
+    if (spec.none) return "None";
+    return is_float_type(spec.type) ? dtype_name(static_cast<DType>(spec.type)) : IntRules::variant_text(arg, spec);
+  }
+  static constexpr bool kPacksInPlace = true;
+  static constexpr bool kOneFact = false;
+};
+
 // A host-side tensor descriptor. Facts: dtype slot x (index of its block_shape among the
 // argument's blocks, or block_count for "no block given"). Expanded into a TMA map, shape and
 // strides (sm_90 images), or Triton's decomposition (below), in the image's launch ABI.

@@ -471,6 +471,12 @@ std::string Profiler::trace_text(const std::string& existing) const {
         case table::ArgKind::int_scalar: into += std::to_string(value.integer); break;
         case table::ArgKind::float_scalar: into += Json(arg.fp64 ? value.real64 : double{value.real32}).dump(); break;
         case table::ArgKind::bool_scalar: into += value.integer != 0 ? "true" : "false"; break;
+        case table::ArgKind::scalar:
+          into += value.dtype == TAOT_DTYPE_FP32   ? Json(double{value.real32}).dump()
+                  : value.dtype == TAOT_DTYPE_FP64 ? Json(value.real64).dump()
+                  : value.dtype == TAOT_DTYPE_I64  ? std::to_string(value.integer)
+                                                   : std::string("null");
+          break;
       }
     }
     line += ",\"args\":{" + values + "},\"dtypes\":{" + dtypes + "},\"ms\":" +

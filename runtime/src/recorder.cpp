@@ -51,6 +51,7 @@ const char* kind_name(table::ArgKind kind) {
     case table::ArgKind::int_scalar: return "int";
     case table::ArgKind::float_scalar: return "float";
     case table::ArgKind::bool_scalar: return "bool";
+    case table::ArgKind::scalar: return "scalar";
   }
   return "unknown";
 }
@@ -215,6 +216,14 @@ void Recorder::begin(const taot_launch_info& launch) {
         arg["bits"] = bits_text(bits);
         break;
       }
+      case table::ArgKind::scalar:  // its form is its dtype (none, i64, fp32 or fp64); bits as passed
+        arg["dtype"] = value.dtype == TAOT_DTYPE_UNKNOWN ? "none" : dtype_name(static_cast<DType>(value.dtype));
+        arg["value"] = value.dtype == TAOT_DTYPE_UNKNOWN ? Json()
+                       : value.dtype == TAOT_DTYPE_FP32  ? Json(double{value.real32})
+                       : value.dtype == TAOT_DTYPE_FP64  ? Json(value.real64)
+                                                         : Json(value.integer);
+        arg["bits"] = bits_text(value.address);
+        break;
     }
     args.push_back(std::move(arg));
   }

@@ -80,8 +80,25 @@ double real_floor_div(double a, double b) {
   return quotient - whole > 0.5 ? whole + 1.0 : whole;
 }
 
+// Whether call argument `index` is None: a null pointer, a None `scalar`; other kinds never are.
+bool argument_is_none(const table::KernelTable& table, const taot_arg* args, std::uint16_t index) noexcept {
+  switch (table.args[index].kind) {
+    case table::ArgKind::pointer: return args[index].address == 0;
+    case table::ArgKind::scalar: return args[index].dtype == TAOT_DTYPE_UNKNOWN;
+    default: return false;
+  }
+}
+
+// A `scalar` argument's value in its launch form; None reads as 0 (rules test it with `is None` first).
+RuleValue scalar_value(const taot_arg& value) {
+  if (value.dtype == TAOT_DTYPE_FP32) return RuleValue::of_real(value.real32);
+  if (value.dtype == TAOT_DTYPE_FP64) return RuleValue::of_real(value.real64);
+  return RuleValue::of_int(value.dtype == TAOT_DTYPE_I64 ? value.integer : 0);
+}
+
 RuleValue argument_value(const table::KernelTable& table, const taot_arg* args, std::uint16_t index) {
   const table::Arg& arg = table.args[index];
+  if (arg.kind == table::ArgKind::scalar) return scalar_value(args[index]);
   if (arg.kind == table::ArgKind::float_scalar)
     return arg.type_count > 0 && arg.types[0] == TAOT_DTYPE_FP32 ? RuleValue::of_real(args[index].real32)
                                                                   : RuleValue::of_real(args[index].real64);
@@ -184,7 +201,7 @@ RuleFault evaluate_rule(const table::RuleProgram& program, const table::KernelTa
         stack[depth++] = instr.op == RuleOp::lit      ? RuleValue::of_int(instr.integer)
                          : instr.op == RuleOp::flit   ? RuleValue::of_real(instr.real)
                          : instr.op == RuleOp::arg    ? argument_value(table, args, instr.operand)
-                         : instr.op == RuleOp::isnone ? RuleValue::of_int(args[instr.operand].address == 0)
+                         : instr.op == RuleOp::isnone ? RuleValue::of_int(argument_is_none(table, args, instr.operand))
                          : instr.op == RuleOp::field  ? read_field(table, fields, instr.operand)
                                                       : RuleValue::of_int(num_sms);
         break;
@@ -232,7 +249,8 @@ const char* rule_problem(const table::RuleProgram& program, const table::KernelT
       case RuleOp::isnone: {
         if (instr.operand >= table.arg_count) return "reads an argument out of range";
         const table::ArgKind kind = table.args[instr.operand].kind;
-        if (instr.op == RuleOp::isnone && kind != table::ArgKind::pointer) return "tests None on a non-pointer";
+        if (instr.op == RuleOp::isnone && kind != table::ArgKind::pointer && kind != table::ArgKind::scalar)
+          return "tests None on an argument that is never None";
         if (instr.op == RuleOp::arg && kind == table::ArgKind::tensordesc) return "reads a tensor descriptor";
         break;
       }
@@ -266,7 +284,9 @@ bool is_integer_rule(const table::RuleProgram& program, const table::KernelTable
   for (std::uint16_t i = 0; i < program.length; ++i) {
     const table::RuleInstr& instr = program.code[i];
     if (instr.op == RuleOp::flit) return false;
-    if (instr.op == RuleOp::arg && table.args[instr.operand].kind == table::ArgKind::float_scalar) return false;
+    if (instr.op == RuleOp::arg && (table.args[instr.operand].kind == table::ArgKind::float_scalar ||
+                                    table.args[instr.operand].kind == table::ArgKind::scalar))
+      return false;
     if (instr.op == RuleOp::field && (table.fields[instr.operand].kind == table::FieldKind::float_value ||
                                       table.fields[instr.operand].kind == table::FieldKind::string_value))
       return false;
@@ -294,7 +314,7 @@ RuleFault evaluate_integer_rule(const table::RuleProgram& program, const table::
         pushed = table.args[instr.operand].kind == table::ArgKind::pointer ? args[instr.operand].address != 0
                                                                             : args[instr.operand].integer;
         break;
-      case RuleOp::isnone: pushed = args[instr.operand].address == 0; break;
+      case RuleOp::isnone: pushed = argument_is_none(table, args, instr.operand); break;
       case RuleOp::field:
         pushed = fields.set != nullptr && fields.set[instr.operand]
                      ? fields.values[instr.operand].integer
@@ -367,7 +387,7 @@ std::string rule_inputs_text(const table::RuleProgram& program, const table::Ker
         break;
       case RuleOp::isnone:
         name = table.args[instr.operand].name;
-        value = args[instr.operand].address == 0 ? "None" : "not None";
+        value = argument_is_none(table, args, instr.operand) ? "None" : "not None";
         break;
       case RuleOp::field:
         if (fields.config == nullptr) continue;

@@ -55,3 +55,8 @@ def layer_norm_fwd(x, y, w, b, eps=1e-5):
 def affine(x, out, variant):
     n = x.numel()
     kernels.affine_kernel[(triton.cdiv(n, 1024),)](x, out, n, variant=variant, BLOCK=1024)
+
+
+def softcap_clamp(x, out, softcap, lower):
+    n = x.numel()
+    kernels.softcap_clamp_kernel[(triton.cdiv(n, 1024),)](x, out, n, softcap, lower, BLOCK=1024)

@@ -149,3 +149,20 @@ def affine_kernel(x_ptr, out_ptr, n_elements, variant: tl.constexpr, BLOCK: tl.c
     else:
         y = x + 1.0
     tl.store(out_ptr + offsets, y, mask=mask)
+
+
+# ---- 7. scalars the JIT takes in more than one form: a softcap that callers pass as None (the JIT
+# compiles None as a constant, and a heuristic reads it), and a lower bound that is an int on some
+# calls and a float on others (torch.iinfo(int8).min or torch.finfo(fp8).min; the JIT specializes
+# on the Python type) ----
+
+@triton.heuristics(values={"HAS_SOFTCAP": lambda args: args["softcap"] is not None})
+@triton.jit
+def softcap_clamp_kernel(x_ptr, out_ptr, n_elements, softcap, lower, HAS_SOFTCAP: tl.constexpr,
+                         BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    if HAS_SOFTCAP:
+        x = softcap * (2.0 * tl.sigmoid(2.0 * x / softcap) - 1.0)  # softcap * tanh(x / softcap)
+    tl.store(out_ptr + offsets, tl.maximum(x, lower), mask=mask)

@@ -64,7 +64,7 @@ def test_manifest_carries_what_the_decorators_said(built):
     assert ["sm_90"] in matmul_targets and ["sm_80", "sm_90"] in matmul_targets   # num_stages 5 is sm_90 only
     assert {kernel["name"]: kernel["targets"] for kernel in manifest["kernels"]} == {
         "matmul": ["sm_80", "sm_90"], "rms_norm": ["sm_90"], "bias_act": ["sm_80", "sm_90"],
-        "persistent_scale": ["sm_90"], "layer_norm_fwd": ["sm_90"], "affine": ["sm_90"]}
+        "persistent_scale": ["sm_90"], "layer_norm_fwd": ["sm_90"], "affine": ["sm_90"], "softcap_clamp": ["sm_90"]}
     assert kernels["persistent_scale"]["variants"][0]["grid"][0] == [
         {"op": "num_sms"}, {"op": "arg", "name": "n_elements"}, {"op": "lit", "value": 2048}, {"op": "cdiv"},
         {"op": "min"}]
@@ -116,3 +116,27 @@ def test_a_constexpr_named_variant_keeps_its_keyword(built):
                           "grid=None, **config)"), doc
     assert chosen == "[1, 0]", chosen
     assert by_index == "(1, 'variant')", by_index
+
+
+def test_scalar_forms_select_their_variants(built):
+    """softcap is None or an fp32, lower an int or an fp32: each form its own variants, chosen by the
+    value's Python type as the JIT's specialization does; other types are refused naming the argument."""
+    lines = run(built, """
+        x32 = CudaArray(0x7f0000200000, "<f4", (64 * 64,))
+        variants = aw.softcap_clamp.variants()
+        for softcap, lower in [(None, -128), (None, -448.0), (30.0, 0), (0.75, 0.25)]:
+            index, step = aw.softcap_clamp.choose(x32, x32, 4096, softcap, lower)
+            print(variants[index]["id"], variants[index]["config"]["HAS_SOFTCAP"])
+        print(error_of(lambda: aw.softcap_clamp(x32, x32, 4096, 1.0, None)))
+        print(error_of(lambda: aw.softcap_clamp(x32, x32, 4096, 1, True)))
+        print(error_of(lambda: aw.softcap_clamp(x32, x32, 4096, "1", 2)))
+    """)
+    chosen = [line.split() for line in lines[:4]]
+    assert [("_none_" in name, "_fp32_fp32_" in name or name.count("fp32") >= 4) for name, _ in chosen][0][0]
+    assert [has for _, has in chosen] == ["False", "False", "True", "True"], lines
+    forms = [name.split("softcap_clamp_fp32a16_fp32a16_i32_")[1] for name, _ in chosen]
+    assert [form.split("_")[:2] for form in forms] == [["none", "i32"], ["none", "fp32"], ["fp32", "i32"],
+                                                        ["fp32", "fp32"]], lines
+    assert lines[4].startswith("TypeError: as_written.softcap_clamp: lower: expected an int, a float, got NoneType"), lines
+    assert lines[5].startswith("TypeError: as_written.softcap_clamp: lower: expected an int, a float, got bool"), lines
+    assert lines[6].startswith("TypeError: as_written.softcap_clamp: softcap: expected a float, None, got str"), lines

@@ -219,3 +219,21 @@ def test_arguments_by_keyword_match_jit():
     same(out_aot, out_jit, "persistent_scale with arguments by keyword")
     as_written.persistent_scale.bind()(x_ptr=x, out_ptr=out_bound, n_elements=n, scale=1.5)
     same(out_bound, out_jit, "bound persistent_scale with arguments by keyword")
+
+
+# ---- scalars in more than one form: None or a float, an int or a float ----
+
+@pytest.mark.parametrize("softcap", [None, 0.75, 30.0])
+@pytest.mark.parametrize("lower", [-128, 0, -448.0, 0.25])
+@pytest.mark.parametrize("n", [1, 1000, 4097])
+def test_scalar_forms_match_jit(n, lower, softcap):
+    seed("softcap", n, lower, softcap)
+    x = torch.randn(n, device="cuda") * 100
+    out_jit, out_aot = torch.empty_like(x), torch.empty_like(x)
+    jit.softcap_clamp(x, out_jit, softcap, lower)
+    as_written.softcap_clamp(x, out_aot, n, softcap, lower)
+    same(out_aot, out_jit, f"softcap_clamp n={n} lower={lower!r} softcap={softcap!r}")
+    index, _ = as_written.softcap_clamp.choose(x, out_aot, n, softcap, lower)
+    forms = {binding["arg"]: binding for binding in as_written.softcap_clamp.variants()[index]["specialization"]}
+    assert forms["softcap"].get("none", False) == (softcap is None), forms
+    assert forms["lower"]["type"] == ("fp32" if isinstance(lower, float) else "i32"), forms

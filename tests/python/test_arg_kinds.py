@@ -12,7 +12,7 @@ CODEGEN_TABLE = REPO / "codegen" / "src" / "arg_kinds.cpp"
 
 # {ArgKind::pointer, "pointer", "pointer", "dtype", read_pointer, ..., false, pointer_param},
 ROW_START = re.compile(r'\{ArgKind::(\w+), "(\w+)", "(\w*)", "(\w*)",')
-ROW_END = re.compile(r"\b(true|false),\s*(\w+)\},")
+ROW_END = re.compile(r"\b(true|false),\s*(\w+)(?:,\s*\w+)?\},")
 
 
 def codegen_rows():
@@ -39,7 +39,8 @@ def test_specialization_entries_use_the_code_generators_type_key():
         if not kind.runtime:
             assert type_key == ""
             continue
-        binding = Binding("x", kind.name, "fp16" if kind.addressed else kind.types[0][0], align=16, hint=16,
+        binding = Binding("x", kind.name, "fp16" if kind.addressed else (kind.types[0][0] if kind.types else "i32"),
+                          align=16, hint=16,
                           block=(64,))
         entry = kind.specialization(binding)
         assert entry[type_key] == binding.type, (name, entry)

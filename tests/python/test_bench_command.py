@@ -61,7 +61,7 @@ def test_a_library_whose_module_is_not_built_says_how_to_build_it(tmp_path):
      "expected schema_version 2 (the version this taot reads), got 1"),
     ({"schema": "taot.manifest", "schema_version": 2, "library": "vector_add",
       "kernels": [{"name": "k", "args": [{"name": "x", "kind": "vector"}], "variants": []}]},
-     "expected args of k each with a name and a kind (pointer, int, float, bool, tensordesc, constexpr)"),
+     "expected args of k each with a name and a kind (pointer, int, float, bool, tensordesc, scalar, constexpr)"),
 ])
 def test_every_reader_of_a_manifest_names_the_file_and_what_is_wrong(tmp_path, manifest, message):
     from taot.library import overrides

@@ -616,7 +616,8 @@ def test_where_reads_the_target(tmp_path):
 def test_as_written_corpus_loads_unchanged():
     library = load_spec(REPO / "tests/kernels_as_written/kernels.toml")
     assert {kernel.name: len(library.variants[kernel.name]) for kernel in library.kernels} == {
-        "matmul": 20, "rms_norm": 48, "bias_act": 36, "persistent_scale": 2, "layer_norm_fwd": 20, "affine": 2}
+        "matmul": 20, "rms_norm": 48, "bias_act": 36, "persistent_scale": 2, "layer_norm_fwd": 20, "affine": 2,
+        "softcap_clamp": 4}
 
 
 def test_kernels_inside_a_package_import_as_in_the_package(tmp_path, monkeypatch):

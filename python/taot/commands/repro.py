@@ -101,6 +101,9 @@ def template_values(launch, source, library_dir, source_dir):
             row = f"ArgKind::pointer, {dtype_enumerator(arg['dtype'])}, {arg['buffer']}u, {arg['offset']}u, 0"
         elif arg["kind"] == "pointer":
             row = f"ArgKind::none, {dtype_enumerator(arg['dtype'])}, 0, 0, 0"
+        elif arg["kind"] == "scalar":  # a form chosen at launch: its dtype says which (none: None)
+            form = "TAOT_DTYPE_UNKNOWN" if arg["dtype"] == "none" else dtype_enumerator(arg["dtype"])
+            row = f"ArgKind::scalar, {form}, 0, 0, {arg['bits']}u"
         else:
             row = f"ArgKind::scalar, TAOT_DTYPE_UNKNOWN, 0, 0, {arg['bits']}u"
         args.append(f"    {{{c_string(arg['name'])}, {row}}},\n")

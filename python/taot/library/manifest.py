@@ -80,14 +80,23 @@ def _kernel(library, kernel, outdir, variant_hashes):
         entry["tuning_key"] = list(kernel.tuning_key)
     if kernel.tuning:
         entry["tuning"] = [relative(path, outdir) for path in kernel.tuning]
-    scalars = [arg.name for arg in kernel.args if arg.rules.scalar]
-    if kernel.heuristics:
-        entry["heuristics"] = [{"field": field, "expression": rule.text, "program": rule_program(rule, scalars)}
-                               for field, rule in kernel.heuristics]
-    if kernel.requires:
-        entry["requires"] = [{"expression": rule.text, "program": rule_program(rule, scalars)}
-                             for rule in kernel.requires]
+    entry.update(rule_entries(kernel))
     return entry
+
+
+def rule_entries(kernel):
+    """The kernel's "heuristics" and "requires" entries (those it has), each rule with its program."""
+    scalars = [arg.name for arg in kernel.args if arg.rules.scalar]
+    none_scalars = [arg.name for arg in kernel.args if arg.rules.scalar and arg.none]
+    entries = {}
+    if kernel.heuristics:
+        entries["heuristics"] = [{"field": field, "expression": rule.text,
+                                  "program": rule_program(rule, scalars, none_scalars)}
+                                 for field, rule in kernel.heuristics]
+    if kernel.requires:
+        entries["requires"] = [{"expression": rule.text, "program": rule_program(rule, scalars, none_scalars)}
+                               for rule in kernel.requires]
+    return entries
 
 
 def _used_types(arg, variants):
@@ -122,12 +131,17 @@ def _variant(library, kernel, variant, outdir, variant_hash):
         "hash": variant_hash,
         "specialization": [binding.rules.specialization(binding) for binding in variant.bindings],
         "config": dict(variant.config),
-        "params": [binding.name for binding in variant.bindings
-                   if binding.hint != 1 and not binding.none and not binding.launch_only],
+        "params": variant_params(variant),
         "grid": None if variant.grid is None else [list(program) for program in variant.grid],
         "images": [_image(outdir, variant, kernel.function, target) for target in kernel.targets
                    if target.name in variant.targets],
     }
+
+
+def variant_params(variant):
+    """The call arguments the variant's kernel takes: not ==1 ints, None forms or launch-only ints."""
+    return [binding.name for binding in variant.bindings
+            if binding.hint != 1 and not binding.none and not binding.launch_only]
 
 
 def artifact_dir(outdir, variant_id, target_name):

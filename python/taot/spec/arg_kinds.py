@@ -125,6 +125,50 @@ class _Bool(ArgKind):
         return {"name": arg.name, "kind": self.manifest_name}
 
 
+class _Scalar(ArgKind):
+    """A scalar whose form is chosen at launch, as Triton's JIT specializes on the Python value:
+    None (compiled as a constexpr None, like a pointer's), an int (its type and hint as an int
+    argument's), or a float. A spec says `none = true` on an int or float argument, or lists int and
+    float types together (`type = ["i32", "fp32"]`)."""
+    name = manifest_name = "scalar"
+    scalar = has_hint = True
+    spec_keys = ("hint", "none")
+    types = ()  # its types are the int and float kinds' (a spec never names this kind)
+
+    @staticmethod
+    def is_float(type_name):
+        return type_name in ("fp32", "fp64")
+
+    def manifest_arg(self, arg, used_types, bindings):
+        entry = {"name": arg.name, "kind": self.manifest_name,
+                 "types": unique([binding.type for binding in bindings if not binding.none]) or [arg.choices[0]]}
+        if any(binding.none for binding in bindings):
+            entry["none"] = True
+        return entry
+
+    def specialization(self, binding):
+        entry = {"arg": binding.name, "type": binding.type, "hint": binding.hint or 0}
+        if binding.none:
+            entry["none"] = True
+        return entry
+
+    def id_token(self, binding, arg):
+        if binding.none:
+            return "none"
+        return binding.type + {16: "d16", 1: "eq1", 0: "", None: ""}[binding.hint]
+
+    def spec_entry(self, bindings):
+        live = [binding for binding in bindings if not binding.none]
+        entry = {"type": one_or_list(unique([binding.type for binding in live]) or ["i32"])}
+        hints = sorted(unique([_SPEC_HINTS[binding.hint] for binding in live if not self.is_float(binding.type)]),
+                       key=str)
+        if hints and hints != ["none"]:
+            entry["hint"] = one_or_list(hints)
+        if len(live) < len(bindings):
+            entry["none"] = True
+        return entry
+
+
 class _Tensordesc(ArgKind):
     name = manifest_name = "tensordesc"
     addressed = has_block = True
@@ -166,12 +210,15 @@ class _Dtype(_Constexpr):
         return {"dtype": value}
 
 
-POINTER, INT, FLOAT, BOOL, TENSORDESC, CONSTEXPR, DTYPE = (_Pointer(), _Int(), _Float(), _Bool(), _Tensordesc(),
-                                                           _Constexpr(), _Dtype())
-ARG_KINDS = {kind.name: kind for kind in (POINTER, INT, FLOAT, BOOL, TENSORDESC, CONSTEXPR, DTYPE)}
+POINTER, INT, FLOAT, BOOL, TENSORDESC, SCALAR, CONSTEXPR, DTYPE = (
+    _Pointer(), _Int(), _Float(), _Bool(), _Tensordesc(), _Scalar(), _Constexpr(), _Dtype())
+ARG_KINDS = {kind.name: kind for kind in (POINTER, INT, FLOAT, BOOL, TENSORDESC, SCALAR, CONSTEXPR, DTYPE)}
 MANIFEST_KINDS = {kind.manifest_name: kind for kind in ARG_KINDS.values() if kind is not DTYPE}
 # a spec entry's key only some kinds take -> the kind that takes it ("align" -> POINTER)
-SPEC_KEY_OWNERS = {key: kind for kind in ARG_KINDS.values() for key in kind.spec_keys}
+SPEC_KEY_OWNERS = {}
+for _kind in ARG_KINDS.values():
+    for _key in _kind.spec_keys:
+        SPEC_KEY_OWNERS.setdefault(_key, _kind)
 # spec scalar type -> its kind; tt.func type -> (kind, spec type); Triton signature name -> (kind, spec type)
 SCALAR_TYPE_KINDS = {spec: kind for kind in ARG_KINDS.values() for spec, _, _ in kind.types}
 IR_SCALAR_TYPES = {ir: (kind, spec) for kind in ARG_KINDS.values() for spec, ir, _ in kind.types}

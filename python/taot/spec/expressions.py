@@ -159,8 +159,8 @@ class Rule:
 
 
 def parse_rule(text, scalar_names, pointer_names, field_names):
-    """Check a rule over scalar call arguments, config fields, and pointers tested with `is None` /
-    `is not None`; functions next_power_of_2, cdiv, min, max, abs."""
+    """Check a rule over scalar call arguments, config fields, and call arguments tested with
+    `is None` / `is not None` (pointers only so); functions next_power_of_2, cdiv, min, max, abs."""
     tree = _parse(text)
     names = []
     for node in ast.walk(tree):
@@ -175,8 +175,9 @@ def parse_rule(text, scalar_names, pointer_names, field_names):
             for op, left, right in zip(node.ops, [node.left] + node.comparators, node.comparators):
                 is_test = isinstance(op, (ast.Is, ast.IsNot))
                 if is_test != (isinstance(right, ast.Constant) and right.value is None and
-                               isinstance(left, ast.Name) and left.id in pointer_names):
-                    raise ExpressionProblem("`is` / `is not` only test a pointer against None, as in "
+                               isinstance(left, ast.Name) and (left.id in pointer_names or left.id in scalar_names)
+                               and left.id != "num_sms"):
+                    raise ExpressionProblem("`is` / `is not` only test a call argument against None, as in "
                                             "bias_ptr is None")
         elif isinstance(node, ast.Name) and not _is_call_name(tree, node):
             if node.id in pointer_names and not _is_none_test(tree, node):
@@ -196,16 +197,18 @@ _PROGRAM_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv
 _PROGRAM_COMPARE = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
 
 
-def rule_program(rule, arg_names):
+def rule_program(rule, arg_names, none_names=()):
     """The postfix program of a checked rule (docs/manifest.md, "Rule programs"): names in
-    `arg_names` read call arguments, `x is None` tests a pointer, `num_sms` the device, every other
-    name a config field. Conditionals jump, so an untaken branch is never evaluated."""
+    `arg_names` (scalar call arguments) read call arguments, `x is None` tests a pointer (a name not
+    in `arg_names`) or a scalar in `none_names` (compiled None too) and is false for the other
+    scalars, `num_sms` reads the device, every other name a config field. Conditionals jump, so an
+    untaken branch is never evaluated."""
     code = []
-    _emit(_parse(rule.text).body, set(arg_names), code)
+    _emit(_parse(rule.text).body, set(arg_names), code, set(none_names))
     return code
 
 
-def _emit(node, args, code):
+def _emit(node, args, code, none_names=frozenset()):
     if isinstance(node, ast.Constant):
         value = node.value
         code.append({"op": "flit", "value": value} if isinstance(value, float) else {"op": "lit", "value": int(value)})
@@ -217,44 +220,48 @@ def _emit(node, args, code):
         else:
             code.append({"op": "field", "name": node.id})
     elif isinstance(node, ast.UnaryOp):
-        _emit(node.operand, args, code)
+        _emit(node.operand, args, code, none_names)
         if not isinstance(node.op, ast.UAdd):
             code.append({"op": "not" if isinstance(node.op, ast.Not) else "neg"})
     elif isinstance(node, ast.BinOp):
-        _emit(node.left, args, code)
-        _emit(node.right, args, code)
+        _emit(node.left, args, code, none_names)
+        _emit(node.right, args, code, none_names)
         code.append({"op": _PROGRAM_BINARY[type(node.op)]})
     elif isinstance(node, ast.Call):
         for argument in node.args:
-            _emit(argument, args, code)
+            _emit(argument, args, code, none_names)
         code.append({"op": node.func.id})
     elif isinstance(node, ast.Compare):
         if isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            is_none = isinstance(node.ops[0], ast.Is)
+            if node.left.id in args and node.left.id not in none_names:  # a scalar no call passes as None
+                code.append({"op": "lit", "value": 0 if is_none else 1})
+                return
             code.append({"op": "isnone", "name": node.left.id})
-            if isinstance(node.ops[0], ast.IsNot):
+            if not is_none:
                 code.append({"op": "not"})
             return
         pairs = [ast.Compare(left, [op], [right])
                  for op, left, right in zip(node.ops, [node.left] + node.comparators, node.comparators)]
         if len(pairs) > 1:  # a < b < c is a < b and b < c
-            _emit(ast.BoolOp(ast.And(), pairs), args, code)
+            _emit(ast.BoolOp(ast.And(), pairs), args, code, none_names)
             return
-        _emit(node.left, args, code)
-        _emit(node.comparators[0], args, code)
+        _emit(node.left, args, code, none_names)
+        _emit(node.comparators[0], args, code, none_names)
         code.append({"op": _PROGRAM_COMPARE[type(node.ops[0])]})
     elif isinstance(node, ast.IfExp):
-        _emit(node.test, args, code)
+        _emit(node.test, args, code, none_names)
         jump_else = _jump(code, "jz")
-        _emit(node.body, args, code)
+        _emit(node.body, args, code, none_names)
         jump_end = _jump(code, "jmp")
         jump_else["to"] = len(code)
-        _emit(node.orelse, args, code)
+        _emit(node.orelse, args, code, none_names)
         jump_end["to"] = len(code)
     else:  # BoolOp: the first operand that decides gives 0 (and) or 1 (or); else the other constant
         decide = "jz" if isinstance(node.op, ast.And) else "jnz"
         jumps = []
         for value in node.values:
-            _emit(value, args, code)
+            _emit(value, args, code, none_names)
             jumps.append(_jump(code, decide))
         code.append({"op": "lit", "value": 1 if decide == "jz" else 0})
         jump_end = _jump(code, "jmp")

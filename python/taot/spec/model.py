@@ -7,9 +7,9 @@ from .arg_kinds import ARG_KINDS, POINTER_NONE
 
 # Argument kinds' names (what each means: arg_kinds.py). "constexpr" and "dtype" arguments are
 # compile-time values and become config fields; config fields' kinds are int, float, bool, dtype, string.
-POINTER, INT, FLOAT, BOOL, CONSTEXPR, DTYPE, TENSORDESC = (kind.name for kind in (
+POINTER, INT, FLOAT, BOOL, CONSTEXPR, DTYPE, TENSORDESC, SCALAR = (kind.name for kind in (
     arg_kinds.POINTER, arg_kinds.INT, arg_kinds.FLOAT, arg_kinds.BOOL, arg_kinds.CONSTEXPR, arg_kinds.DTYPE,
-    arg_kinds.TENSORDESC))
+    arg_kinds.TENSORDESC, arg_kinds.SCALAR))
 STRING = "string"  # the kind of a config field whose values are strings (ACTIVATION = "leaky_relu")
 
 ALIGN_ANY = "any"
@@ -27,7 +27,9 @@ class ArgSpec:
     constexpr: `choices` are values; dtype: `choices` are dtype names. `output`: the kernel writes
     through this pointer (declared in the spec; torch custom ops mark it as mutated); `rank`: the
     number of dimensions an array passed from Python must have (None: any); `none`: variants with
-    this pointer None are compiled too (its aligns then end in POINTER_NONE).
+    this pointer None are compiled too (its aligns then end in POINTER_NONE);
+    scalar (None, int or float, chosen at launch): `choices` are its int and float types, `hints`
+    apply to its int forms, `none` adds the None form.
     When `typevar` is set, the choices follow that type variable instead of varying on their own.
     `launch_only`: an int the grid and launch-time rules read that the function does not take (it
     follows the function's parameters). `value_source`: where a constexpr's value comes from when

@@ -16,7 +16,8 @@ from .. import triton_api
 from ..triton_api import compiler as triton_compiler, options as triton_options
 from .expressions import ExpressionProblem, grid_from_python, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
 from .arg_kinds import ARG_KINDS, SPEC_KEY_OWNERS
-from .model import ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, STRING, TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues
+from .model import ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, SCALAR, STRING, TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues
+from .cpp_names import RESERVED_WORDS, kernel_name_problem
 from .file import read_spec_file
 from .targets import KNOWN_CAPABILITIES, accepted_target_names, parse_target
 
@@ -55,7 +56,7 @@ ARG_KEYS = {"type": 'a type such as "*fp32", "*T", "i32" or "tensordesc<T[BLOCK_
             "dtype": "a list of dtype names or a type variable",
             "output": "true when the kernel writes through this pointer or descriptor",
             "rank": "the number of dimensions arrays given from Python must have (pointers)",
-            "none": "true to also compile variants where this pointer is None (pointers)"}
+            "none": "true to also compile variants where this argument is None (pointers, int and float scalars)"}
 ALIGN_VALUES = (16, ALIGN_ANY)
 HINT_VALUES = (1, 16, HINT_NONE)
 MAX_RANK = 8
@@ -112,6 +113,9 @@ def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_M
     library = root.key("library").table("a [library] table", LIBRARY_KEYS, required=("name",) + (
         () if target_override else ("targets",)))
     name = _identifier(library.key("name"), "a library name that is an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    if name in RESERVED_WORDS or name in ("std", "taot") or name.startswith(("taot_", "_")):
+        raise library.key("name").error("a library name the generated C and C++ code can use (not a C or C++ "
+                                        "keyword, std, taot, taot_* or a name starting with _)", f'"{name}"')
     if name in SYSTEM_HEADERS:
         raise library.key("name").error(f"a library name whose header is not a system header's: {name}.h would hide "
                                         f"<{name}.h> from every file compiled with the library's include folder "
@@ -499,22 +503,32 @@ def _typed_arg(node, index, param, typevars):
         return _tensordesc_arg(node, index, param, typevars)
     kind, typevar, choices = _parse_type(type_node, typevars)
     _check_annotation(type_node, param, kind, choices)
+    none = node.key("none")
+    if none.present() and not isinstance(none.value, bool):
+        raise none.error("true or false")
+    if none.value and kind in (INT, FLOAT):  # None or a number, chosen at launch as the JIT does
+        kind = SCALAR
+    elif none.value and kind != POINTER:
+        raise none.error(f"none = true only on pointers and int or float scalars ({param.name} is a {kind} argument)",
+                         "true")
+    if kind == SCALAR and typevar is not None:
+        raise type_node.error("a list of int and float types for an argument that may be None (not a type variable)",
+                              describe(type_node.value))
     rules = ARG_KINDS[kind]
     for key, owner in SPEC_KEY_OWNERS.items():
         if key not in rules.spec_keys:
             _no_extra_keys(node, (key,), f"{kind} arguments ({key} is for {owner.name}s)")
     aligns = _subset(node.key("align"), ALIGN_VALUES, ALIGN_ANY) if rules.has_align else ()
     hints = _subset(node.key("hint"), HINT_VALUES, HINT_NONE) if rules.has_hint else ()
+    if kind == SCALAR and node.key("hint").present() and not any(scalar_kind(choice) == INT for choice in choices):
+        raise node.key("hint").error(f"no hint: {param.name} takes no int", describe(node.key("hint").value))
     output = node.key("output")
     if output.present() and not isinstance(output.value, bool):
         raise output.error("true or false")
     rank = node.key("rank")
     if rank.present() and (not is_int(rank.value) or not 1 <= rank.value <= MAX_RANK):
         raise rank.error(f"an int from 1 to {MAX_RANK}")
-    none = node.key("none")
-    if none.present() and not isinstance(none.value, bool):
-        raise none.error("true or false")
-    if none.value:
+    if none.value and kind == POINTER:
         aligns += (POINTER_NONE,)
     return ArgSpec(param.name, index, kind, choices, typevar=typevar, aligns=aligns, hints=hints,
                    output=output.present() and output.value, rank=rank.value if rank.present() else None,
@@ -607,11 +621,16 @@ def _parse_type(node, typevars):
         kind, typevar, choices = _parse_one_type(item, item.value, typevars)
         if typevar is not None:
             raise item.error("a dtype name (a type variable cannot be part of a list)", describe(item.value))
-        if parsed and parsed[0][0] != kind:
-            raise item.error(f"types of one kind, like the first ({parsed[0][0]})",
-                             f"a {kind} type {describe(item.value)}")
         parsed.append((kind, choices[0]))
-    return parsed[0][0], None, tuple(choice for _, choice in parsed)
+        kinds = {kind for kind, _ in parsed}
+        floats = [choice for kind, choice in parsed if kind == FLOAT]
+        # ints and one float type: a scalar the JIT takes as either (specialized on the Python type)
+        if len(kinds) > 1 and (kinds != {INT, FLOAT} or len(floats) > 1):
+            raise item.error(f"types of one kind, like the first ({parsed[0][0]}), or int types and one float type "
+                             "(a scalar passed as an int on some calls and a float on others)",
+                             f"a {kind} type {describe(item.value)}")
+    kinds = {kind for kind, _ in parsed}
+    return (SCALAR if len(kinds) > 1 else parsed[0][0]), None, tuple(choice for _, choice in parsed)
 
 
 def _parse_one_type(node, text, typevars):
@@ -993,7 +1012,7 @@ def _rule_names(args, fields):
 
 
 RULE_EXPECTED = ("a rule over scalar arguments, numeric config fields and num_sms, with next_power_of_2, cdiv, min, "
-                 "max, abs, comparisons, and/or/not, `x if c else y` and `p is None` for pointers")
+                 "max, abs, comparisons, and/or/not, `x if c else y` and `x is None` for call arguments")
 
 
 def _heuristics(heuristic_nodes, args, fields):
@@ -1069,7 +1088,7 @@ def _rule_filters(node, heuristics, requires, args, fields, typevars):
     a heuristic keeps the variants whose field has the value the rule gives (the others could never
     be chosen by it); a requirement keeps the variants that meet it."""
     field_names = {field.name for field in fields}
-    pointers = {arg.name for arg in args if arg.rules.has_align and arg.none}
+    pointers = {arg.name for arg in args if arg.none}  # arguments whose None-ness each variant fixes
     value_names = [field.name for field in fields] + list(typevars)
     arg_names = [arg.name for arg in args if arg.is_runtime]
     decided = [(rule_as_filter(name, rule), "heuristics") for name, rule in heuristics

@@ -13,7 +13,7 @@ from ..errors import SpecError, TooManyVariants
 from .expressions import ExpressionProblem, fold_grid
 from .arg_kinds import ARG_KINDS
 from ..triton_api.options import ABBREVIATIONS
-from .model import ALIGN_ANY, INT, POINTER_NONE
+from .model import ALIGN_ANY, INT, POINTER_NONE, SCALAR
 
 MAX_ID_LENGTH = 100
 _MANIFEST_HINTS = {1: 1, 16: 16, "none": 0}
@@ -166,6 +166,9 @@ def _dimensions(kernel):
     dimensions = [Dimension(("typevar", name), name, values) for name, values in kernel.typevars.items()]
     config_names = set(kernel.configs[0]) if kernel.configs else set()
     for arg in kernel.args:
+        if arg.kind == SCALAR:
+            dimensions.append(Dimension(("scalar", arg.name), arg.name, _scalar_forms(arg)))
+            continue
         if arg.rules.has_align and arg.none and arg.typevar is None:
             values = [(dtype, align) for dtype in arg.choices for align in arg.aligns if align != POINTER_NONE]
             dimensions.append(Dimension(("pointer", arg.name), arg.name, tuple(values) + ((arg.choices[0],
@@ -190,6 +193,20 @@ def _dimensions(kernel):
     if kernel.configs:
         dimensions.append(Dimension(("configs",), "configs", tuple(kernel.configs)))
     return dimensions
+
+
+def _scalar_forms(arg):
+    """A scalar argument's forms, one dimension: (type, hint or None, is None) per int type and
+    hint, per float type, and the None form."""
+    forms = []
+    for choice in arg.choices:
+        if arg.rules.is_float(choice):
+            forms.append((choice, None, False))
+        else:
+            forms += [(choice, hint, False) for hint in arg.hints]
+    if arg.none:
+        forms.append((arg.choices[0], None, True))
+    return tuple(forms)
 
 
 def _has_own_choice(arg, kernel, config_names):
@@ -225,6 +242,8 @@ def _identity_value(value):
 
 def _arg_dtype_source(arg, position):
     """(dimension index, function of its value) giving a runtime argument's dtype or scalar type."""
+    if ("scalar", arg.name) in position:
+        return position[("scalar", arg.name)], lambda value: value[0]
     if ("pointer", arg.name) in position:
         return position[("pointer", arg.name)], lambda value: value[0]
     if arg.typevar is not None:
@@ -272,6 +291,12 @@ def _slot(kernel, position, key, target):
             dims = tuple(dim if isinstance(dim, int) else dim[1](current[dim[0]]) for dim in blocks)
             return arg.rules.triton_type(Binding(name, arg.kind, read(current[index]), block=dims))
         return _Slot(deps, descriptor_type)
+    if ("scalar", name) in position:  # a scalar's form: (type, hint, is None)
+        index = position[("scalar", name)]
+        part = {"none": 2, "hint": 1}.get(attribute)
+        if part is None:  # its align
+            return _Slot((), lambda current: None)
+        return _Slot((index,), lambda current: current[index][part])
     if attribute in ("align", "none"):
         if not arg.rules.has_align:
             return _Slot((), lambda current, value=(False if attribute == "none" else None): value)
@@ -438,7 +463,10 @@ def _resolve(kernel, position, values):
             choice = read(values[index])
             none = choice == POINTER_NONE
             align = 0 if choice in (ALIGN_ANY, POINTER_NONE) else 16
-        if arg.rules.has_hint:
+        if ("scalar", arg.name) in position:
+            _, form_hint, none = values[position[("scalar", arg.name)]]
+            hint = 0 if form_hint is None else _MANIFEST_HINTS[form_hint]
+        elif arg.rules.has_hint:
             hint = _MANIFEST_HINTS[values[position[("hint", arg.name)]]]
         if arg.rules.has_block:
             block = tuple(dim if isinstance(dim, int) else _field_value(kernel, position, values, dim)
@@ -472,16 +500,31 @@ def _fold_grid(kernel, label, bindings, config, variant_id):
 # ---- the default config ----
 
 def _derive_defaults(kernel, label, dimensions, position, points):
-    """Defaults taot chose (fields the spec gave no default for that come from config entries) are
-    those of the first config entry that some variant has."""
-    if not kernel.configs or all(field.default_given for field in kernel.config):
+    """Defaults taot chose (fields the spec gave no default for) are those of the first config entry
+    that some variant has, for fields the entries set; for the others, the field's first value
+    that some variant has (a `where` filter may leave a rule's field only `true`)."""
+    if all(field.default_given for field in kernel.config):
         return kernel
-    configs_index = position[("configs",)]
-    entry_index = min(dimensions[configs_index].values.index(values[configs_index]) for values, _ in points)
-    entry = kernel.configs[entry_index]
-    fields = tuple(replace(field, default=entry[field.name]) if not field.default_given and field.name in entry
-                   else field for field in kernel.config)
-    return replace(kernel, config=fields)
+    entry = {}
+    if kernel.configs:
+        configs_index = position[("configs",)]
+        entry_index = min(dimensions[configs_index].values.index(values[configs_index]) for values, _ in points)
+        entry = kernel.configs[entry_index]
+    fields = []
+    for field in kernel.config:
+        if not field.default_given and field.name in entry:
+            field = replace(field, default=entry[field.name])
+        elif not field.default_given:
+            index, read = _field_source(kernel, position, field.name)
+            kept = {_value_key(read(values[index])) for values, _ in points}
+            if _value_key(field.default) not in kept:
+                field = replace(field, default=next(value for value in field.values if _value_key(value) in kept))
+        fields.append(field)
+    return replace(kernel, config=tuple(fields))
+
+
+def _value_key(value):
+    return (type(value).__name__, value)  # keeps True apart from 1
 
 
 def _check_default(kernel, label, variants):

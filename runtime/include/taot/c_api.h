@@ -50,8 +50,12 @@ typedef struct taot_tensordesc {
 
 /* One call argument. Pointers set `address` and `dtype` (the element type); integers set
  * `integer` (sign-extended); fp32 scalars set `real32`, fp64 scalars `real64`; bools `integer`
- * (0 or 1); tensor descriptors `tensordesc` (read during the launch call only) and `dtype`. The
- * union is read in place as the kernel parameter, so set exactly one member. */
+ * (0 or 1); tensor descriptors `tensordesc` (read during the launch call only) and `dtype`. A
+ * scalar whose form is chosen at launch (manifest kind "scalar": may be None, or an int on some
+ * calls and a float on others) says its form in `dtype`: TAOT_DTYPE_I64 with `integer`, the
+ * argument's float type (TAOT_DTYPE_FP32 with `real32`, TAOT_DTYPE_FP64 with `real64`), or
+ * TAOT_DTYPE_UNKNOWN for None. The union is read in place as the kernel parameter, so set exactly
+ * one member. */
 typedef struct taot_arg {
   union {
     uint64_t address;
@@ -60,8 +64,17 @@ typedef struct taot_arg {
     double real64;
     const taot_tensordesc* tensordesc;
   };
-  int32_t dtype; /* taot_dtype; pointers and descriptors only */
+  int32_t dtype; /* taot_dtype; pointers, descriptors and the form of a "scalar" argument */
 } taot_arg;
+
+/* A "scalar" argument of the typed C entry points (one that may be None, or an int or a float):
+ * `dtype` TAOT_DTYPE_I64 reads `integer`, TAOT_DTYPE_FP64 reads `real` (converted to the
+ * argument's float type), TAOT_DTYPE_UNKNOWN (zero) is None. */
+typedef struct taot_scalar {
+  int32_t dtype; /* taot_dtype */
+  int64_t integer;
+  double real;
+} taot_scalar;
 
 /* A pointer argument of the typed C entry points. */
 typedef struct taot_ptr {
@@ -161,7 +174,7 @@ taot_status taot_release_scratch(void);
 
 /* The version of the tables and of this C ABI that a library was generated for; a tool walking a
  * library checks taot_library_abi_version() against it. */
-#define TAOT_ABI_VERSION 3  /* 2: images carry their Triton, ptxas and launch ABI; 3: tuning keys may name config fields, fields may be required, kernels list their parameters */
+#define TAOT_ABI_VERSION 4  /* 2: images carry their Triton, ptxas and launch ABI; 3: tuning keys may name config fields, fields may be required, kernels list their parameters; 4: "scalar" arguments (None, int or float at launch) */
 
 /* A generated library, as tools walk it (`<library>_library()`): its kernels, their variants and
  * each variant's images with their launch facts. */

@@ -19,7 +19,7 @@ namespace taot::table {
 // What a call argument is, listed once (X(kind)). Constexpr parameters are not call arguments.
 // What each kind means to dispatch and launch is in the runtime's src/arg_kinds.h, to the Python
 // binding in python/src/calls.h, to the code generator in codegen/src/arg_kinds.cpp.
-#define TAOT_ARG_KINDS(X) X(pointer) X(int_scalar) X(float_scalar) X(bool_scalar) X(tensordesc)
+#define TAOT_ARG_KINDS(X) X(pointer) X(int_scalar) X(float_scalar) X(bool_scalar) X(tensordesc) X(scalar)
 
 enum class ArgKind : std::uint8_t {
 #define TAOT_ARG_KIND_ENUMERATOR(kind) kind,
@@ -43,13 +43,14 @@ constexpr decltype(auto) visit_arg_kind(ArgKind kind, Visitor&& visitor) {
 
 // One call argument. `types` lists, for pointers and tensor descriptors, the element dtypes some
 // variant accepts (in manifest order); for ints the integer types (TAOT_DTYPE_I32 /
-// TAOT_DTYPE_I64); for floats the one float type; for bools TAOT_DTYPE_I1. `output`: the spec says
+// TAOT_DTYPE_I64); for floats the one float type; for bools TAOT_DTYPE_I1; for `scalar` arguments
+// (whose form is chosen at launch) the int types and at most one float type it may take. `output`: the spec says
 // the kernel writes through this pointer or descriptor (torch custom ops declare such arguments as
 // mutated). `rank`: for pointers the number of dimensions an array given from Python must have
 // (0: any; raw pointers carry no rank), for descriptors their rank (1 to 5). `blocks`: for
 // descriptors, the `block_count` distinct block shapes the variants compiled, `rank` dims each,
-// outermost first; null otherwise. `none`: for pointers, some variants were compiled with the
-// pointer None; a null pointer selects exactly those. `launch_only`: for ints, a call argument the
+// outermost first; null otherwise. `none`: for pointers and `scalar` arguments, some variants were
+// compiled with the argument None; a null pointer (a None scalar) selects exactly those. `launch_only`: for ints, a call argument the
 // kernel does not take (never in a variant's params), for the grid to read.
 struct Arg {
   const char* name;
@@ -86,9 +87,10 @@ struct ConfigField {
 //  pointer: `type` is the element dtype; `hint` 16 = compiled for 16-byte alignment, 0 = any.
 //  int:     `type` is TAOT_DTYPE_I32 or TAOT_DTYPE_I64; `hint` 1 = ==1, 16 = %16==0, 0 = none.
 //  float / bool: `type` is the scalar type; `hint` is 0.
+//  scalar: `type` is the int or float type compiled (its `hint` as for ints), or `none`.
 //  tensordesc: `type` is the element dtype; `block` the index of the variant's block shape in the
 //  argument's `blocks`.
-// `none`: a pointer compiled None (its argument has `none`); such a variant takes only null.
+// `none`: a pointer or scalar compiled None (its argument has `none`); such a variant takes only None.
 struct ArgSpecialization {
   taot_dtype type;
   std::uint8_t hint;

@@ -128,6 +128,29 @@ inline TensorDesc tensor_desc(Ptr base, std::initializer_list<std::int64_t> shap
   return desc;
 }
 
+// A call argument whose form is chosen at launch, as Triton's JIT specializes on the Python value
+// (a spec's `none = true` on a scalar, or `type = ["i32", "fp32"]`): None (std::nullopt or
+// nullptr), an integer, or a float. Each form selects the variants compiled for it.
+class Scalar {
+ public:
+  constexpr Scalar(std::nullopt_t) noexcept {}
+  constexpr Scalar(std::nullptr_t) noexcept {}
+  template <class Integer, std::enable_if_t<std::is_integral_v<Integer> && !std::is_same_v<Integer, bool>, int> = 0>
+  constexpr Scalar(Integer integer) noexcept : value_{TAOT_DTYPE_I64, static_cast<std::int64_t>(integer), 0.0} {}
+  constexpr Scalar(double real) noexcept : value_{TAOT_DTYPE_FP64, 0, real} {}
+  constexpr Scalar(float real) noexcept : value_{TAOT_DTYPE_FP64, 0, real} {}
+  template <class T>
+  constexpr Scalar(const std::optional<T>& value) noexcept : Scalar(std::nullopt) {
+    if (value.has_value()) *this = Scalar(*value);
+  }
+  constexpr Scalar(taot_scalar value) noexcept : value_(value) {}
+  constexpr bool is_none() const noexcept { return value_.dtype == TAOT_DTYPE_UNKNOWN; }
+  constexpr const taot_scalar& c_value() const noexcept { return value_; }
+
+ private:
+  taot_scalar value_{TAOT_DTYPE_UNKNOWN, 0, 0.0};
+};
+
 // Call-argument values in the C ABI's form, one overload per kind of argument the kernels take.
 inline taot_arg arg(Ptr pointer) noexcept {
   taot_arg value{};
@@ -179,6 +202,21 @@ inline taot_arg arg(bool flag) noexcept {
   value.integer = flag ? 1 : 0;
   return value;
 }
+// A "scalar" argument whose float form is `float_type` (TAOT_DTYPE_FP32 or TAOT_DTYPE_FP64): a
+// float is stored as that type, so that the value reads in place as the kernel parameter.
+inline taot_arg arg(taot_scalar scalar, taot_dtype float_type) noexcept {
+  taot_arg value{};
+  value.dtype = scalar.dtype;
+  if (scalar.dtype == TAOT_DTYPE_I64) {
+    value.integer = scalar.integer;
+  } else if (scalar.dtype == TAOT_DTYPE_FP64 || scalar.dtype == TAOT_DTYPE_FP32) {
+    value.dtype = float_type;
+    if (float_type == TAOT_DTYPE_FP32) value.real32 = static_cast<float>(scalar.real);
+    else value.real64 = scalar.real;
+  }
+  return value;
+}
+inline taot_arg arg(const Scalar& scalar, taot_dtype float_type) noexcept { return arg(scalar.c_value(), float_type); }
 
 // One field of an exact config request: unset fields prefer the default config's value.
 struct FieldRequest {

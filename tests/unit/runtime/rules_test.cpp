@@ -743,7 +743,7 @@ TEST(LaunchChoice, MalformedRulesAreRefusedBeforeAnyUse) {
       {R"([{"op":"arg","name":"n"},{"op":"jz","to":0},{"op":"lit","value":1}])", "jumps backwards or past its end"},
       {R"([{"op":"lit","value":1},{"op":"lit","value":2}])", "does not leave exactly one value"},
       {R"([{"op":"add"}])", "pops a value it does not have"},
-      {R"([{"op":"isnone","name":"n"}])", "tests None on a non-pointer"},
+      {R"([{"op":"isnone","name":"n"}])", "tests None on an argument that is never None"},
   };
   for (const auto& c : cases) {
     BiasTable table;

@@ -41,7 +41,7 @@ std::string_view dtype_enumerator(DType dtype) noexcept;
 // The bytes of one element or scalar (1 for i1).
 std::size_t dtype_size(DType dtype) noexcept;
 
-enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar, tensordesc, constexpr_value };
+enum class ArgKind : std::uint8_t { pointer, int_scalar, float_scalar, bool_scalar, tensordesc, scalar, constexpr_value };
 
 // Tensor descriptors have 1 to 5 dimensions (TMA's limit); block dims are 1 to 256 elements.
 inline constexpr std::size_t kMaxTensordescRank = 5;
