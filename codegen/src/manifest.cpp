@@ -698,7 +698,8 @@ class ManifestParser {
       }
     }
     // One image per target of the kernel that has this variant, in the kernel's target order.
-    const json* images = reader_.get_array(object, "images", path, 1, std::max<std::size_t>(kernel.targets.size(), 1));
+    const json* images = reader_.get_array(object, "images", path, options_.plan ? 0 : 1,
+                                           std::max<std::size_t>(kernel.targets.size(), 1));
     std::size_t next_target = 0;  // images after this one come from later targets of the kernel
     for (std::size_t i = 0; images != nullptr && i < images->size() && !reader_.failed(); ++i) {
       const std::string image_path = child(child(path, "images"), i);

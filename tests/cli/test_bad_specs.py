@@ -172,3 +172,53 @@ def test_missing_python_interpreter_is_named(tmp_path, taot_bin):
                             text=True, env={**os.environ, "TAOT_PYTHON": "/nonexistent/python9"})
     assert result.returncode != 0
     assert "cannot run /nonexistent/python9" in result.stderr
+
+
+MEMBER_CLASH_SOURCE = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, int: tl.constexpr, int_: tl.constexpr):
+        tl.store(x_ptr + tl.arange(0, 16), tl.full((16,), int + int_, tl.float32))
+''')
+
+
+def test_what_gen_would_refuse_fails_before_any_compile(tmp_path, run_taot):
+    """The manifest the spec makes is checked by taot gen's own reader (gen --plan) before anything
+    compiles: two fields that would be one C++ member fail at once, naming the spec and the kernel."""
+    import time
+    (tmp_path / "k.py").write_text(MEMBER_CLASH_SOURCE)
+    (tmp_path / "spec.toml").write_text(textwrap.dedent('''
+        [library]
+        name = "lib"
+        targets = ["sm_90"]
+
+        [[kernel]]
+        name = "k"
+        source = "k.py"
+        grid = [1]
+        args = { x_ptr = "*fp32", int = { constexpr = [1, 2] }, int_ = { constexpr = 2 } }
+        default = { int = 1 }
+    '''))
+    start = time.perf_counter()
+    result = run_taot("build", tmp_path / "spec.toml", "-o", tmp_path / "out")
+    seconds = time.perf_counter() - start
+    print(f"time to the first error (gen's check, before compiling): {seconds:.2f} s")
+    assert_fails_naming(result, "spec.toml: taot gen would refuse the manifest this spec makes (checked before "
+                        "compiling): kernels[0] (k).config[1].name", 'fields "int" and "int_" would both be')
+    assert not (tmp_path / "out" / "artifacts").exists()
+    assert seconds < 10, seconds
+
+
+def test_gen_plan_takes_a_manifest_without_images(tmp_path, run_taot):
+    write_spec(tmp_path)
+    result = run_taot("build", tmp_path / "scale.toml", "-o", tmp_path / "out", "--quiet")
+    assert result.returncode == 0, result.stderr
+    import json
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    for variant in manifest["kernels"][0]["variants"]:
+        variant["images"] = []
+    (tmp_path / "plan.json").write_text(json.dumps(manifest))
+    assert run_taot("gen", "--plan", tmp_path / "plan.json").returncode == 0
+    assert run_taot("gen", tmp_path / "plan.json", "-o", tmp_path / "gen").returncode != 0  # a manifest needs images

@@ -23,10 +23,13 @@ struct GenOptions {
   bool quiet = false;
   bool python = false;              // also generate the Python module (loaded through taot._native)
   std::vector<std::string> tuning;  // tuned-table files to bake in: FILE or KERNEL=FILE
+  bool plan = false;                // check a plan (a manifest before its compile) and write nothing
 };
 
 int run_gen(const GenOptions& options) {
-  codegen::Expected<codegen::Manifest> manifest = codegen::read_manifest(options.manifest);
+  codegen::ReadOptions read_options;
+  read_options.plan = options.plan;
+  codegen::Expected<codegen::Manifest> manifest = codegen::read_manifest(options.manifest, read_options);
   if (!manifest.ok()) {
     fmt::print(stderr, "taot gen: {}\n", manifest.status().message());
     return 1;
@@ -38,6 +41,7 @@ int run_gen(const GenOptions& options) {
     fmt::print(stderr, "taot gen: {}\n", tuning_files.status().message());
     return 1;
   }
+  if (options.plan) return 0;
   codegen::GenerateOptions generate_options;
   generate_options.output_dir = options.output;
   generate_options.python = options.python;
@@ -63,13 +67,22 @@ Runner declare_gen(CLI::App& command) {
   command.add_option("manifest", options->manifest, "manifest.json written by taot compile")
       ->required()
       ->check(CLI::ExistingFile);
-  command.add_option("-o,--output", options->output, "Output folder for the sources")->required();
+  command.add_option("-o,--output", options->output, "Output folder for the sources");
+  command.add_flag("--plan", options->plan,
+                   "Check a plan: the manifest taot compile will write, before compiling (variants without "
+                   "images); write nothing");
   command.add_flag("-q,--quiet", options->quiet, "Print errors only");
   command.add_flag("--python", options->python, "Also generate the Python module of the library (it loads through taot's binding, taot._native)");
   command.add_option("--tuning", options->tuning,
                      "A tuned table to bake in (repeatable): a taot-format FILE names its kernel; "
                      "KERNEL=FILE binds a vLLM-format file to KERNEL");
-  return [options] { return run_gen(*options); };
+  return [options] {
+    if (!options->plan && options->output.empty()) {
+      fmt::print(stderr, "taot gen: --output is required\n");
+      return 2;
+    }
+    return run_gen(*options);
+  };
 }
 
 }  // namespace taot::tool

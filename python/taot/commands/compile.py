@@ -93,6 +93,10 @@ def load(arguments):
     from ..spec.validate import load_spec
     library = load_spec(Path(arguments.spec), label=arguments.spec, target_override=arguments.targets,
                         max_variants=arguments.max_variants, debug=getattr(arguments, "debug", False))
+    binary = os.environ.get("TAOT_BIN")  # the C++ taot sets it to itself when it runs the front end
+    if binary and not arguments.list:
+        from ..library.plan import check_plan
+        check_plan(library, binary)
     if not arguments.quiet and not arguments.json:
         _print_counts(library, sys.stderr)
     return library

@@ -47,9 +47,11 @@ def _render(value, depth, column):
     return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
 
 
-def build_manifest(library, outdir, variant_hashes):
+def build_manifest(library, outdir, variant_hashes, images=True):
     """The manifest dict; `variant_hashes` maps variant id -> hash of its target-independent inputs.
-    Every image's artifacts must exist (the build only calls this after all jobs succeeded)."""
+    Every image's artifacts must exist (the build only calls this after all jobs succeeded), unless
+    `images` is false: then the variants have none (a plan, which `taot gen --plan` checks before
+    anything compiles)."""
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -57,11 +59,11 @@ def build_manifest(library, outdir, variant_hashes):
         "library": library.name,
         "spec": relative(library.path, outdir),
         "targets": [target.name for target in library.targets],
-        "kernels": [_kernel(library, kernel, outdir, variant_hashes) for kernel in library.kernels],
+        "kernels": [_kernel(library, kernel, outdir, variant_hashes, images) for kernel in library.kernels],
     }
 
 
-def _kernel(library, kernel, outdir, variant_hashes):
+def _kernel(library, kernel, outdir, variant_hashes, images=True):
     variants = library.variants[kernel.name]
     entry = {
         "name": kernel.name,
@@ -72,7 +74,8 @@ def _kernel(library, kernel, outdir, variant_hashes):
         "grid": None if kernel.grid_text is None else list(kernel.grid_text),
         "args": [_arg(arg, variants) for arg in kernel.args],
         "config": [_config_field(field, variants) for field in kernel.config],
-        "variants": [_variant(library, kernel, variant, outdir, variant_hashes[variant.id]) for variant in variants],
+        "variants": [_variant(library, kernel, variant, outdir, variant_hashes[variant.id], images)
+                     for variant in variants],
     }
     if kernel.parameter_names:  # a kernel imported from IR alone does not know them
         entry["parameters"] = list(kernel.parameter_names)
@@ -125,7 +128,7 @@ def _value_key(value):
     return (type(value).__name__, value)  # keeps True apart from 1
 
 
-def _variant(library, kernel, variant, outdir, variant_hash):
+def _variant(library, kernel, variant, outdir, variant_hash, images=True):
     return {
         "id": variant.id,
         "hash": variant_hash,
@@ -134,7 +137,7 @@ def _variant(library, kernel, variant, outdir, variant_hash):
         "params": variant_params(variant),
         "grid": None if variant.grid is None else [list(program) for program in variant.grid],
         "images": [_image(outdir, variant, kernel.function, target) for target in kernel.targets
-                   if target.name in variant.targets],
+                   if target.name in variant.targets] if images else [],
     }
 
 

@@ -267,6 +267,10 @@ struct Manifest {
 struct ReadOptions {
   // Check that every image's cubin exists and its SHA-256 equals cubin_sha256.
   bool verify_cubins = true;
+  // A plan: the manifest a compile will write, written before it with no images yet (variants'
+  // "images" may be empty). Everything else is checked as in a manifest, so that `taot compile`
+  // finds what `taot gen` would refuse before compiling anything.
+  bool plan = false;
 };
 
 // Reads and checks the manifest at `path`. Fails, naming the file and the JSON path (e.g.
