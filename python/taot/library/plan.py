@@ -13,13 +13,9 @@ from .manifest import build_manifest, render
 _KERNEL_PATH = re.compile(r"\bkernels\[(\d+)\]")
 
 
-class PlanError(TaotError):
-    """taot gen would refuse the manifest this spec makes; the message says where, in spec terms."""
-
-
 def check_plan(library, taot_binary):
-    """Runs `taot_binary gen --plan` over the library's plan. PlanError with gen's message, the
-    spec file named and each kernels[N] followed by the kernel's name."""
+    """Runs `taot_binary gen --plan` over the library's plan. TaotError with gen's message, the
+    spec file named and its first kernels[N] followed by the kernel's name."""
     hashes = {variant.id: jobs.variant_hash(jobs.variant_inputs(kernel, variant))
               for kernel in library.kernels for variant in library.variants[kernel.name]}
     with tempfile.TemporaryDirectory(prefix="taot-plan-") as folder:
@@ -32,5 +28,5 @@ def check_plan(library, taot_binary):
     names = [kernel.name for kernel in library.kernels]
     message = _KERNEL_PATH.sub(lambda match: f"{match.group(0)} ({names[int(match.group(1))]})"
                                if int(match.group(1)) < len(names) else match.group(0), message, count=1)
-    raise PlanError(f"{library.label}: taot gen would refuse the manifest this spec makes (checked before "
+    raise TaotError(f"{library.label}: taot gen would refuse the manifest this spec makes (checked before "
                     f"compiling): {message}")
