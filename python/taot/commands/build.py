@@ -98,7 +98,8 @@ def _check_binding():
 def _inputs(library, tuning):
     """Every file the build read: the spec, the kernel sources and the modules they import, the
     tuned tables of the spec and of --tuning ([KERNEL=]FILE)."""
-    files = {library.path} | depfile.imported_sources()
+    files = {library.path} | depfile.imported_sources(
+        {kernel.module.partition(".")[0] for kernel in library.kernels if kernel.module})
     for kernel in library.kernels:
         files.add(kernel.source)
         files.update(kernel.tuning)

@@ -24,9 +24,10 @@ def _installed_roots():
     return [root.resolve() for root in roots]
 
 
-def imported_sources():
+def imported_sources(packages=()):
     """The Python files imported so far that are not installed software: the kernel files, the
-    spec when it is Python, and the modules of the user's they import."""
+    spec when it is Python, and the modules of the user's they import; and every imported module
+    of the top-level `packages` (those of kernels named by module, though installed)."""
     roots = _installed_roots()
     found = set()
     for module in list(sys.modules.values()) + pyfile.neighbour_modules():
@@ -34,7 +35,8 @@ def imported_sources():
         if not path or not path.endswith(".py"):
             continue
         path = Path(path).resolve()
-        if path.is_file() and not any(path.is_relative_to(root) for root in roots):
+        ours = str(getattr(module, "__name__", "")).partition(".")[0] in packages
+        if path.is_file() and (ours or not any(path.is_relative_to(root) for root in roots)):
             found.add(path)
     return found
 

@@ -60,12 +60,16 @@ def plan_jobs(library, outdir, ir=DEFAULT_MODE):
                 if target.name not in variant.targets:
                     continue
                 options = _parsed_options(library, kernel, variant, target, parsed_options)
+                target_key = (kernel.target_cache_keys or {}).get(target.name, kernel.cache_key)  # device-dependent
                 planned.append(job_module.Job(
                     variant_id=variant.id, target=target.name, capability=target.capability,
                     source=str(kernel.source), function=kernel.function,
-                    inputs=job_module.target_inputs(inputs, target, options, backend_hashes[target.capability], env),
+                    inputs=job_module.target_inputs(dict(inputs, cache_key=target_key), target, options,
+                                                    backend_hashes[target.capability], env),
                     artifact_dir=str(artifact_dir(outdir, variant.id, target.name).resolve()),
-                    library=library.name, ir=ir))
+                    library=library.name, ir=ir, module=kernel.module,
+                    search=str(library.path.parent) if kernel.module else None,
+                    device=library.device.get(target.name)))
     return planned, hashes
 
 

@@ -30,6 +30,9 @@ class Job:
     artifact_dir: str      # absolute path of artifacts/<variant id>/<target>
     library: str           # the library that wants it (recorded as one of the folder's users)
     ir: str                # how to keep the IR stages: one of ir_files.MODES
+    module: str = None     # the installed module to import by name instead (spec `function = "module:function"`),
+    search: str = None     # with the spec's folder first on sys.path while it imports
+    device: object = None  # spec.device_facts.DeviceFacts the import sees (the target's)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,11 +112,13 @@ def run_job(job):
     folder = Path(job.artifact_dir)
     folder.mkdir(parents=True, exist_ok=True)
     libraries = set(artifacts.clear(folder, job.inputs)) | {job.library}
-    failure = None
+    failure = function = None
     with captured_output() as captured, ptxas_report.recording() as ptxas_log, \
             compiler.recorded_static_prints() as static_prints:
         try:
-            compiled = _compile(job)
+            function = kernel_source.load_function(job.source, job.function, module=job.module, facts=job.device,
+                                           search=job.search)
+            compiled = _compile(job, function)
         except Exception as error:  # Triton's errors are the user's to read, not a crash of taot
             failure = error
     if failure is not None:
@@ -125,8 +130,7 @@ def run_job(job):
     return Outcome(job.variant_id, job.target, time.perf_counter() - start, static_print=static_prints.text)
 
 
-def _compile(job):
-    function = kernel_source.load_function(job.source, job.function)
+def _compile(job, function):
     if function.cache_key != job.inputs["cache_key"]:
         raise RuntimeError(f"{job.source} changed while taot was compiling it; run taot again")
     inputs = job.inputs

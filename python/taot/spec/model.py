@@ -79,7 +79,7 @@ class ConfigField:
 class KernelSpec:
     name: str
     function: str
-    source: Path            # absolute path of the kernel's Python file
+    source: Path            # absolute path of the kernel's Python file (of the module, for a module reference)
     cache_key: str          # the JIT function's cache key (covers its source and callees)
     grid_text: tuple        # three entries as written; None: no grid of its own (launches give it)
     grid: tuple             # three checked ASTs (see expressions.parse_grid), or None
@@ -97,6 +97,9 @@ class KernelSpec:
     tuning: tuple = ()      # absolute paths of the tuned-table files to bake in, in spec order
     notes: tuple = ()       # what taot does not carry ahead of time (autotune pruning, pre_hooks)
     parameter_names: tuple = ()  # the function's parameter names in order, constexprs among them (positional calls)
+    module: str = None      # the installed module named by `function = "module:function"`, or None (a file)
+    config_targets: dict = None  # target name -> indexes of the `configs` its import gave (None: all have all)
+    target_cache_keys: dict = None  # target name -> cache key, where the imports per target give different keys
 
     def runtime_args(self):
         return [arg for arg in self.args if arg.is_runtime]
@@ -126,3 +129,4 @@ class LibrarySpec:
     label: str              # the spec file as named on the command line, for messages
     variants: dict = field(default_factory=dict)   # kernel name -> list of variants.Variant
     summaries: dict = field(default_factory=dict)  # kernel name -> variants.Summary
+    device: dict = field(default_factory=dict)     # target name -> device_facts.DeviceFacts kernel imports saw

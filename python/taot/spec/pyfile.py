@@ -87,17 +87,28 @@ def _record_neighbours(folder, names):
             kept[name] = neighbour
 
 
+def forget_neighbours(names):
+    """Stop restoring the modules `names` as neighbours: they are to be imported afresh."""
+    for modules in _neighbours.values():
+        for name in names:
+            modules.pop(name, None)
+
+
 def exception_summary(error, path):
-    """'ValueError at line 12: message', the line being the last frame inside `path`."""
+    """'ValueError at line 12: message', the line being the last frame inside `path` (None: no
+    line); a missing module is named with the interpreter that lacks it."""
     if isinstance(error, SyntaxError):
         return f"SyntaxError at line {error.lineno}: {error.msg}"
     line = None
     traceback = error.__traceback__
-    while traceback is not None:
+    while traceback is not None and path is not None:
         if Path(traceback.tb_frame.f_code.co_filename).resolve() == Path(path).resolve():
             line = traceback.tb_lineno
         traceback = traceback.tb_next
     where = f" at line {line}" if line else ""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        return f"ModuleNotFoundError{where}: No module named '{error.name}' in {sys.executable}, the Python taot " \
+               f"runs (install {error.name.partition('.')[0]} there, or set TAOT_PYTHON to a Python that has it)"
     return f"{type(error).__name__}{where}: {error}"
 
 

@@ -8,7 +8,7 @@ import keyword
 import re
 from pathlib import Path
 
-from . import decorators, resolve, source as kernel_source, variants
+from . import decorators, device_facts, kernel_ref, resolve, source as kernel_source, variants
 from .keypath import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
 from ..errors import Problem, SpecError
@@ -37,10 +37,11 @@ SYSTEM_HEADERS = frozenset('''
     vector_types builtin_types host_defines nvrtc cublas cublasLt Python
 '''.split())
 
-LIBRARY_KEYS = {"name": "the library name (an identifier)", "targets": 'a list of targets such as "sm_90"'}
+LIBRARY_KEYS = {"name": "the library name (an identifier)", "targets": 'a list of targets such as "sm_90"',
+                "device": "device facts per target, as kernel imports see them ([library.device.sm_90])"}
 KERNEL_KEYS = {
     "name": "the kernel's C++ name", "source": "the kernel's Python file, relative to the spec",
-    "function": "the @triton.jit function's name", "grid": "1 to 3 grid expressions (omitted: every launch gives the grid)",
+    "function": "the @triton.jit function's name, or \"module:function\" of an installed module", "grid": "1 to 3 grid expressions (omitted: every launch gives the grid)",
     "where": "a list of filter expressions", "types": "a table of type variables",
     "args": "a table describing every parameter of the function", "options": "a table of Triton options",
     "default": "a table giving the default config", "targets": "the targets of this kernel (default: the library's)",
@@ -125,9 +126,10 @@ def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_M
     else:
         targets = _targets(library.key("targets"))
     kernel_nodes = _kernel_list(root.key("kernel"))
+    device = device_facts.Device(device_facts.read_overrides(library.key("device")))
     kernels = []
     for node in kernel_nodes:
-        kernel = _kernel(node, path.parent, targets, bool(target_override))
+        kernel = _kernel(node, path.parent, targets, bool(target_override), device)
         _check_unique_kernel(kernel, kernels, node)
         kernels.append(kernel)
     enumerated, summaries = {}, {}
@@ -140,7 +142,7 @@ def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_M
     variants.check_unique_ids(enumerated, label)
     used = {target.name for kernel in kernels for target in kernel.targets}
     return LibrarySpec(name, tuple(target for target in targets if target.name in used), tuple(kernels), path,
-                       label, variants=enumerated, summaries=summaries)
+                       label, variants=enumerated, summaries=summaries, device=device.used())
 
 
 def _identifier(node, expected):
@@ -186,19 +188,21 @@ def _check_unique_kernel(kernel, kernels, node):
                                          f'"{kernel.name}", also the name of {earlier.key}')
 
 
-def _kernel(node, spec_folder, library_targets, targets_overridden):
-    node.table("a [[kernel]] table", KERNEL_KEYS, required=("source",))
+def _kernel(node, spec_folder, library_targets, targets_overridden, device):
+    node.table("a [[kernel]] table", KERNEL_KEYS)
     if not node.key("name").present() and not node.key("function").present():
         raise node.key("name").missing("a kernel name (or a function name)")
-    name_node = node.key("name") if node.key("name").present() else node.key("function")
-    name = _identifier(name_node, "a kernel name that is an identifier")
-    function_node = node.key("function") if node.key("function").present() else name_node
-    function = _identifier(function_node, "a function name that is an identifier")
-    source = _source_path(node.key("source"), spec_folder)
-    decorated = _decorated_function(node, source, function_node)
-    jit_function = decorated.jit
     targets = library_targets if targets_overridden or not node.key("targets").present() \
         else _targets(node.key("targets"))
+    found = kernel_ref.locate(node, spec_folder, targets, device)  # imported once per target's device
+    name_node = node.key("name") if node.key("name").present() else node.key("function")
+    name = _identifier(node.key("name"), "a kernel name that is an identifier") if node.key("name").present() \
+        else found.function
+    if kernel_name_problem(name):
+        raise name_node.error("a kernel name the generated C and C++ code can use", kernel_name_problem(name))
+    function_node = node.key("function") if node.key("function").present() else name_node
+    function, source, decorated = found.function, found.path, found.decorated
+    jit_function = decorated.jit
     typevars = _typevars(node.key("types"))
     entries = _config_entries(node, decorated, jit_function)
     heuristic_nodes, heuristic_notes = _heuristic_texts(node, decorated)
@@ -212,7 +216,8 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
     defaults = {param.name: getattr(param.default, "value", param.default) for param in jit_function.params
                 if param.default is not inspect.Parameter.empty}
     replaced_notes = _replaced_entry_values(entries, args, options)
-    entries = _complete_entries(entries, args, options, defaults)
+    entries, config_targets = kernel_ref.config_targets(_complete_entries(entries, args, options, defaults, unique=False),
+                                                        found.entry_targets, _same_values, [t.name for t in targets])
     fields = _config_fields(node.key("default"), args, options, entries, heuristic_nodes, targets, defaults)
     heuristics = _heuristics(heuristic_nodes, args, fields)
     requires = _requires(node.key("requires"), args, fields)
@@ -222,12 +227,13 @@ def _kernel(node, spec_folder, library_targets, targets_overridden):
     tuning_key, key_notes = _tuning_key(node, decorated, args, fields)
     tuning = _tuning_files(node.key("tuning"), spec_folder)
     cache_key = _cache_key(function_node, jit_function, source)
-    return KernelSpec(name=name, function=function, source=source, cache_key=cache_key,
+    return KernelSpec(name=name, function=function, source=source, cache_key=cache_key, module=found.source.module,
+                      config_targets=config_targets, target_cache_keys=kernel_ref.target_cache_keys(found),
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
                       options=options, config=fields, key=node.path, targets=tuple(targets),
                       configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
                       tuning=tuning, parameter_names=tuple(param.name for param in jit_function.params),
-                      notes=_notes(decorated) + tuple(heuristic_notes) +
+                      notes=_notes(decorated) + found.notes + tuple(heuristic_notes) +
                       _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields) +
                       _unspecialized_params_specialized(node.key("args"), jit_function, args) + replaced_notes +
                       key_notes)
@@ -257,26 +263,6 @@ def _cache_key(function_node, jit_function, source):
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise function_node.error("a function whose globals and attributes all resolve",
                                   f"{where}: {type(error).__name__}: {error}{hint}") from None
-
-
-def _source_path(node, spec_folder):
-    text = node.string("the kernel's Python file, relative to the spec file")
-    source = (spec_folder / text).resolve()
-    if not source.is_file():
-        raise node.error("an existing Python file (paths are relative to the spec file)",
-                         f'"{text}", which does not exist ({source})')
-    return source
-
-
-def _decorated_function(kernel_node, source, function_node):
-    try:
-        module = kernel_source.import_source(source)
-    except Problem as problem:
-        raise kernel_node.key("source").error(problem.expected, problem.got) from None
-    try:
-        return kernel_source.find_kernel(module, function_node.value, source.name)
-    except Problem as problem:
-        raise function_node.error(problem.expected, problem.got) from None
 
 
 def _notes(decorated):
@@ -700,11 +686,12 @@ def _is_triton_dtype(value):
     return isinstance(value, tl.dtype)
 
 
-def _complete_entries(entries, args, options, defaults):
+def _complete_entries(entries, args, options, defaults, unique=True):
     """The config entries as the dimension they form: every entry gives a value to every field the
     entries set (options left out take Triton's default, constexprs their default in the function);
     fields that vary on their own in the spec are left out (their own values replace the entries'),
-    as are options every entry leaves at Triton's default; duplicates go."""
+    as are options every entry leaves at Triton's default; duplicates go (unless not `unique`: then
+    one entry per entry given, in order)."""
     if not entries:
         return []
     by_name = {arg.name: arg for arg in args}
@@ -736,6 +723,8 @@ def _complete_entries(entries, args, options, defaults):
             kept.remove(name)
             for entry in result:
                 del entry[name]
+    if not unique:
+        return result
     unique = []
     for entry in result:
         if not any(_same_values(entry, earlier) for earlier in unique):

@@ -191,7 +191,7 @@ def _dimensions(kernel):
                        for target, values in option.per_target.items()}
         dimensions.append(Dimension(("option", name), name, option.values, allowed))
     if kernel.configs:
-        dimensions.append(Dimension(("configs",), "configs", tuple(kernel.configs)))
+        dimensions.append(Dimension(("configs",), "configs", tuple(kernel.configs), kernel.config_targets))
     return dimensions
 
 
