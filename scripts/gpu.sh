@@ -77,6 +77,8 @@ command_suite() {
   step "the example program (examples/vector_add)"
   run example_configure cmake -S examples/vector_add -B "$work/example" -G Ninja -DTAOT_GENERATED_DIR="$work/vector_add" \
     -Dvector_add_python=OFF && run example_build cmake --build "$work/example" && run example "$work/example/vector_add_example"
+  step "the corpus: project kernels against their projects' JIT launches (tests/corpus; needs build/corpus-site)"
+  TAIL=3 run corpus python3 -m pytest -q -m gpu tests/corpus/test_corpus_gpu.py
   step "compute-sanitizer memcheck: the example program, launch features, vector_add and fused MoE modules"
   modules examples/vector_add/vector_add.toml tests/gpu/launch_features/launch_features.toml \
     examples/fused_moe/fused_moe.toml > /dev/null || fail "module builds"

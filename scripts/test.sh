@@ -19,6 +19,8 @@ export TAOT_BIN="$PWD/build/tools/taot/taot"
 # tests/interpreter needs torch (Triton's interpreter runs on CPU tensors): it runs in the
 # environment scripts/torch_env.sh makes, over the system Python.
 scripts/torch_env.sh
+# tests/corpus builds kernels of PyPI projects (pinned in tests/corpus/requirements.txt) installed here.
+scripts/corpus_env.sh > /dev/null
 summary=$(mktemp)
 # Two pytest workers (pytest-xdist), each test file on one of them so that a file's module-scoped
 # fixtures (a library built once for its tests) are made once: the tests spend much of their time in
