@@ -29,11 +29,12 @@ def encode(text, mode):
 
 def write_stages(folder, function, texts, mode):
     """Write each stage's text (stage -> str) into `folder` as `mode` keeps it; returns stage -> file
-    name of what was written ({} for NONE)."""
+    name of what was written ({} for NONE). A stage the compile did not produce is not written (a
+    Gluon kernel's compile starts at ttgir: it has no ttir)."""
     written = {}
     for stage in IR_STAGES:
         name = stage_file_name(function, stage, mode)
-        if name is not None:
+        if name is not None and stage in texts:
             write_atomically(Path(folder) / name, encode(texts[stage], mode))
             written[stage] = name
     return written

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from .. import triton_api
-from ..triton_api import compiler
+from ..triton_api import compiler, gluon
 from . import artifacts, ptxas_report
 from ..spec import source as kernel_source
 from ..spec.dtypes import DTYPES, TORCH_NAMES, triton_dtype
@@ -122,7 +122,9 @@ def run_job(job):
         except Exception as error:  # Triton's errors are the user's to read, not a crash of taot
             failure = error
     if failure is not None:
-        text = error_text(failure, job.source, captured.text) + _dtype_string_hint(failure, job.inputs["constexprs"])
+        text = error_text(failure, job.source, captured.text)
+        text += _dtype_string_hint(failure, job.inputs["constexprs"])
+        text += gluon.compile_error_hint(function, text)
         return Outcome(job.variant_id, job.target, time.perf_counter() - start, text, static_prints.text)
     captured.replay()
     artifacts.write(folder, job.function, compiled.asm, json_safe(compiled.metadata._asdict()), job.inputs,

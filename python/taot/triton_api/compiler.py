@@ -17,10 +17,9 @@ import triton
 import triton.compiler
 from triton import knobs
 from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 from triton.compiler.compiler import get_cache_invalidating_env_vars
 
-from . import RELEASE
+from . import RELEASE, gluon
 
 WARP_SIZE = 32
 
@@ -83,10 +82,12 @@ def _options_class():
 # ---- compiling ----
 
 def compile_source(function, signature, constexprs, attrs, capability, options):
-    """triton.compile of a @triton.jit function: `signature` maps every parameter to its Triton type
-    ("*fp32", "i32", "constexpr", ...), `constexprs` names to values, `attrs` (index,) -> hints.
-    Compiles in a private cache folder with ASCII file names; returns Triton's CompiledKernel."""
-    source = ASTSource(function, dict(signature), constexprs, attrs)
+    """triton.compile of a @triton.jit or @gluon.jit function: `signature` maps every parameter to its
+    Triton type ("*fp32", "i32", "constexpr", ...; a Gluon kernel's descriptors get their layout:
+    gluon.signature), `constexprs` names to values, `attrs` (index,) -> hints. Compiles the source
+    Triton's JIT would (gluon.source) in a private cache folder with ASCII file names; returns
+    Triton's CompiledKernel."""
+    source = gluon.source(function, gluon.signature(function, signature), constexprs, attrs)
     with private_cache(), ascii_source_locations():
         return triton.compile(source, target=gpu_target(capability),
                               options=parse_options(capability, options))

@@ -76,10 +76,11 @@ def triton_key():
 
 
 def source(function, specialization):
-    """The ASTSource the JIT compiles for this specialization."""
-    from triton.compiler import ASTSource
-    return ASTSource(function, dict(specialization.signature), dict(specialization.constexprs),
-                     dict(specialization.attrs))
+    """The source the JIT compiles for this specialization: an ASTSource, or for a Gluon kernel a
+    GluonASTSource (gluon.source; its hash and cache key are computed as an ASTSource's)."""
+    from . import gluon
+    return gluon.source(function, specialization.signature, dict(specialization.constexprs),
+                        dict(specialization.attrs))
 
 
 def source_hash(function, specialization):
