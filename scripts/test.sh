@@ -44,7 +44,7 @@ run_folder() {  # PYTHON FOLDER_OR_FILE...
     exit 1
   fi
 }
-for folder in tests/python tests/cli tests/install tests/kernels_as_written examples/softmax examples/layer_norm examples/matmul examples/persistent_matmul examples/tma_matmul examples/fused_moe; do
+for folder in tests/python tests/cli tests/install tests/kernels_as_written tests/corpus examples/softmax examples/layer_norm examples/matmul examples/persistent_matmul examples/tma_matmul examples/gluon examples/fused_moe; do
   run_folder python3 "$folder"
 done
 run_folder build/torch-env/bin/python tests/interpreter
