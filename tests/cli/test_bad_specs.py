@@ -222,3 +222,43 @@ def test_gen_plan_takes_a_manifest_without_images(tmp_path, run_taot):
     (tmp_path / "plan.json").write_text(json.dumps(manifest))
     assert run_taot("gen", "--plan", tmp_path / "plan.json").returncode == 0
     assert run_taot("gen", tmp_path / "plan.json", "-o", tmp_path / "gen").returncode != 0  # a manifest needs images
+
+
+RULE_FIELD_SOURCE = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    @triton.heuristics(values={"HAS_G": lambda args: args["g_ptr"] is not None})
+    @triton.jit
+    def gated(x_ptr, g_ptr, n, HAS_G: tl.constexpr, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offsets, mask=offsets < n)
+        if HAS_G:
+            x = x * tl.load(g_ptr + offsets, mask=offsets < n)
+        tl.store(x_ptr + offsets, x, mask=offsets < n)
+''')
+
+
+def test_a_rule_field_whose_where_leaves_one_value_defaults_to_it(tmp_path, run_taot):
+    """HAS_G is computed by a rule (false and true); `where` keeps only the variants with g_ptr given,
+    so only true is compiled: its default is true (it was false, which taot gen refused after the
+    compile)."""
+    import json
+    (tmp_path / "k.py").write_text(RULE_FIELD_SOURCE)
+    (tmp_path / "spec.toml").write_text(textwrap.dedent('''
+        [library]
+        name = "gated"
+        targets = ["sm_90"]
+
+        [[kernel]]
+        name = "gated"
+        source = "k.py"
+        grid = ["cdiv(n, BLOCK)"]
+        where = ["not g_ptr.none"]
+        args = { x_ptr = "*fp32", g_ptr = { type = "*fp32", none = true }, n = "i32", BLOCK = { constexpr = 256 } }
+    '''))
+    result = run_taot("build", tmp_path / "spec.toml", "-o", tmp_path / "out", "--quiet")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    field = next(field for field in manifest["kernels"][0]["config"] if field["name"] == "HAS_G")
+    assert field["values"] == [True] and field["default"] is True, field
