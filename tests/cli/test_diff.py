@@ -123,3 +123,13 @@ def test_errors_name_the_problem(run_taot, library, manifest, args, named):
     assert result.returncode == 1, result.stdout
     assert named in result.stderr, result.stderr
     assert result.stderr.startswith("taot diff: ")
+
+
+@pytest.mark.parametrize("context", ["-1", "18446744073709551615"])
+def test_a_negative_or_huge_context_is_a_usage_error(run_taot, tmp_path, context):
+    """-U -1 reads as 2^64 - 1 to an unsigned option; it is refused (exit 2), not sized into memory."""
+    for name in ("a.ttir", "b.ttir"):
+        (tmp_path / name).write_text("module {\n}\n")
+    result = run_taot("diff", tmp_path / "a.ttir", tmp_path / "b.ttir", "--stage", "ttir", "-U", context)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--context" in result.stderr and "not in range 0 to 1000000" in result.stderr

@@ -126,7 +126,11 @@ Runner declare_diff(CLI::App& command) {
                      "Also diff this stage line by line and count its ops: ttir, ttgir, llir, ptx or sass "
                      "(default: op counts of ttgir, no line diff)")
       ->check(CLI::IsMember({"ttir", "ttgir", "llir", "ptx", "sass"}));
-  command.add_option("-U,--context", options->context, "Lines of context around each change")->capture_default_str();
+  // A count no diff needs more of: -1 (which CLI11 would read as 2^64 - 1) and other huge counts are
+  // refused rather than sized into allocations.
+  command.add_option("-U,--context", options->context, "Lines of context around each change (0 to 1000000)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1000000}));
   command.add_flag("--keep-locations", options->keep_locations,
                    "Diff the texts as they are (by default source locations and SASS addresses are dropped first)");
   command.add_flag("--json", options->json, "Print JSON instead of text");
