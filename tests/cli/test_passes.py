@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -257,3 +258,28 @@ def test_usage_errors(run_taot, ir_copy, args, named):
     result = run_taot("passes", ir_copy("k.ttir"), *args)
     assert result.returncode == 2
     assert named in result.stderr
+
+
+def test_two_runs_into_one_folder_take_turns(taot_bin, ir_copy, tmp_path):
+    """Each run holds OUTDIR's lock while it writes: the folder ends with one run's files, complete,
+    and --no-wait fails naming the holder instead of waiting."""
+    ttir, ttgir = ir_copy("k.ttir"), ir_copy("k.ttgir")
+    out = tmp_path / "shared_out"
+    first = subprocess.Popen([str(taot_bin), "passes", str(ttir), "-o", str(out)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (out / ".taot.lock").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    busy = subprocess.run([str(taot_bin), "passes", str(ttgir), "-o", str(out), "--no-wait"], capture_output=True,
+                          text=True, timeout=300)
+    second = subprocess.run([str(taot_bin), "passes", str(ttgir), "-o", str(out)], capture_output=True, text=True,
+                            timeout=300)
+    assert first.wait(timeout=300) == 0, first.stderr.read()
+    assert second.returncode == 0, second.stderr
+    if busy.returncode != 0:  # the first run still held the lock (it usually does)
+        assert "is being built by" in busy.stderr, busy.stderr
+    report = json.loads((out / "passes.json").read_text())
+    assert report["input"] == str(ttgir)
+    listed = set(report["files"])
+    written = {path.name for path in out.iterdir()} - {"passes.json", ".taot.lock"}
+    assert written == listed, written ^ listed  # nothing of the first run's is left beside the second's

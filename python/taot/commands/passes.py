@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..compile.output_lock import OutputLock
 from ..errors import TaotError
 from ..fsutil import write_atomically
 from ..spec.targets import accepted_target_names, parse_target
@@ -31,6 +32,8 @@ def add_arguments(parser):
         parser.add_argument(f"--{option}", type=positive_int, metavar="N",
                             help=f"Triton's {option.replace('-', '_')} (default: the IR's, else the compile's "
                                  f"metadata beside IR_FILE, else Triton's default)")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="fail, naming the holder, when another run holds OUTDIR (default: wait for it)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
@@ -72,7 +75,11 @@ def run(arguments):
     if arguments.list:
         return _list(run_state, steps, arguments)
     output = Path(arguments.output) if arguments.output else path.with_name(pipelines.plain_name(path) + ".passes")
-    report = _run_steps(run_state, steps, output, arguments)
+    if output.exists() and not output.is_dir():
+        raise TaotError(f"-o {output}: expected a folder, got a file")
+    say = (lambda line: None) if arguments.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    with OutputLock(output, wait=not arguments.no_wait, notice=say):  # two runs into one folder take turns
+        report = _run_steps(run_state, steps, output, arguments)
     if arguments.json:
         print(json.dumps(report, indent=2))
     else:
