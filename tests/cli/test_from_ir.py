@@ -435,3 +435,29 @@ def test_write_tritons_override_directory(project, run_taot):
     assert sorted(path.name for path in folder.iterdir()) == ["scale_kernel.cubin", "scale_kernel.ptx"]
     overridden = jit_like_compile(project, project / "cache", **result["environment"])
     assert overridden["cubin"] == result["cubin_sha256"] != plain["cubin"]
+
+
+def test_drop_without_target_on_a_two_target_library_drops_the_one_override(tmp_path, run_taot):
+    """A variant with sm_80 and sm_90 images and an override on sm_90 only: --drop without --target
+    drops that override and restores the manifest (it deleted the folder and left the manifest naming
+    it, and the next taot gen failed)."""
+    (tmp_path / "kernels.py").write_text(KERNEL)
+    (tmp_path / "scale.toml").write_text(SPEC.replace('targets = ["sm_90"]', 'targets = ["sm_80", "sm_90"]')
+                                         .replace("BLOCK = { constexpr = [128, 256] }", "BLOCK = { constexpr = [128] }")
+                                         .replace('hint = [16, "none"]', 'hint = ["none"]'))
+    built = run_taot("build", "scale.toml", "-o", "lib", "-q", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    lib = tmp_path / "lib"
+    variant = manifest(lib)["kernels"][0]["variants"][0]
+    vid, compiled = variant["id"], variant["images"]
+    assert [entry["target"] for entry in compiled] == ["sm_80", "sm_90"]
+    ttir = gzip.decompress((lib / "artifacts" / vid / "sm_90" / "scale_kernel.ttir.gz").read_bytes()).decode()
+    (tmp_path / "edited.ttir").write_text(edit(ttir, "arith.mulf", "arith.addf"))
+    done = from_ir(run_taot, "edited.ttir", "--variant", vid, "--target", "sm_90", "-o", "lib", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    dropped = from_ir(run_taot, "--drop", "--variant", vid, "-o", "lib", cwd=tmp_path)
+    assert dropped.returncode == 0, dropped.stderr
+    assert "no such" not in dropped.stderr and "dropped the ttir override" in dropped.stderr
+    assert manifest(lib)["kernels"][0]["variants"][0]["images"] == compiled
+    assert not (lib / "overrides").exists()
+    assert run_taot("gen", lib / "manifest.json", "-o", lib, "-q").returncode == 0

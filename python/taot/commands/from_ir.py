@@ -107,15 +107,22 @@ def _drop(arguments, say):
     from ..compile.output_lock import OutputLock
     outdir = Path(arguments.output)
     with OutputLock(outdir, wait=not arguments.no_wait, notice=say):
+        targets = [target for variant, target in overrides.listed(outdir) if variant == arguments.variant]
         try:
             located = overrides.locate(outdir, arguments.variant, arguments.target)
-        except TaotError:  # the spec may no longer have the variant: its override folder can still go
-            targets = [target for variant, target in overrides.listed(outdir) if variant == arguments.variant]
-            if arguments.target in targets or (arguments.target is None and len(targets) == 1):
+        except TaotError:
+            if arguments.target is None and len(targets) == 1 and _manifest_has_variant(outdir, arguments.variant):
+                # the variant has images for several targets and one override: drop that one
+                located = overrides.locate(outdir, arguments.variant, targets[0])
+            elif _manifest_has_variant(outdir, arguments.variant):
+                raise
+            elif arguments.target in targets or (arguments.target is None and len(targets) == 1):
+                # the spec no longer has the variant: its override folder can still go
                 stage = overrides.drop(outdir, arguments.variant, arguments.target or targets[0])
-                say(f"dropped the {stage} override of {arguments.variant} (the manifest has no such image)")
+                say(f"dropped the {stage} override of {arguments.variant} (the manifest has no such variant)")
                 return {"variant": arguments.variant, "dropped": stage}
-            raise
+            else:
+                raise
         stage = overrides.drop(outdir, located.variant_id, located.target)
         if stage is None and "override" in located.image:  # its folder went away: repair the manifest
             stage = located.image["override"].get("stage", "unknown")
@@ -131,6 +138,16 @@ def _drop(arguments, say):
                   "cubin_sha256": compiled["cubin"]["sha256"], "manifest_changed": manifest_changed}
         result["gen_status"] = _regenerate(outdir, arguments, say)
     return result
+
+
+def _manifest_has_variant(outdir, variant_id):
+    from ..library import overrides
+    try:
+        manifest = overrides.load_manifest(outdir)
+    except TaotError:
+        return False
+    return any(variant.get("id") == variant_id for kernel in manifest.get("kernels", [])
+               for variant in kernel.get("variants", []))
 
 
 def _regenerate(outdir, arguments, say):
