@@ -351,3 +351,19 @@ def test_a_cache_the_jit_wrote_is_imported_exactly_and_compiles_back(tmp_path, r
     fresh = run_taot("compile", out / "lib.toml", "-o", tmp_path / "fresh")
     assert fresh.returncode == 0, fresh.stderr
     assert library_cubins(tmp_path / "fresh") == library_cubins(out)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not_elf"])
+def test_a_damaged_cubin_is_named_and_nothing_is_written(cache, tmp_path, run_taot, damage):
+    """A cubin cut short (or not a CUDA ELF at all) is no compiled kernel: an error naming the entry,
+    not "imported exactly" with the broken cubin's SHA-256 recorded for later builds to trust."""
+    damaged = tmp_path / "cache"
+    shutil.copytree(cache, damaged)
+    cubin = sorted(damaged.glob("*/scale.cubin"))[0]
+    cubin.write_bytes(cubin.read_bytes()[:1000] if damage == "truncated" else b"not a cubin at all" * 100)
+    out = tmp_path / "out"
+    result = run_taot("import-cache", damaged, "-o", out, *GRIDS)
+    assert result.returncode == 1, result.stderr
+    assert f"cache entry {cubin.parent.name}/scale: scale.cubin is not a valid cubin: " in result.stderr
+    assert "remove the entry's folder" in result.stderr
+    assert not (out / "manifest.json").exists()

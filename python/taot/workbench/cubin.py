@@ -94,7 +94,9 @@ def _sections(data):
     for name_offset, kind, _, _, offset, size in headers:
         end = names.find(b"\0", name_offset)
         name = names[name_offset:end if end >= 0 else len(names)].decode(errors="replace")
-        body = b"" if kind == 8 else data[offset:offset + size]  # SHT_NOBITS holds no bytes
+        if kind != 8 and offset + size > len(data):  # SHT_NOBITS holds no bytes
+            raise CubinError(f"section {name} runs past the end of the file ({len(data)} bytes)")
+        body = b"" if kind == 8 else data[offset:offset + size]
         yield name, body
 
 

@@ -155,6 +155,9 @@ def _read_entry(folder, group):
             return _with_problem(entry, f"the entry has no {name}.{kind}{why}")
         if not files[kind].is_file():
             return _with_problem(entry, f"{name}.{kind} is missing (the group file names it)", damaged=True)
+    problem = _cubin_problem(files["cubin"], metadata.get("name", name))
+    if problem:
+        return _with_problem(entry, f"{name}.cubin {problem}", damaged=True)
     try:
         source = files["source"].read_text()
         parameters = parse_parameters(source, metadata.get("name", name))
@@ -164,6 +167,21 @@ def _read_entry(folder, group):
     except (OSError, UnicodeDecodeError) as error:
         return _with_problem(entry, f"{name}.source cannot be read ({error})", damaged=True)
     return Entry(folder, name, metadata, files, parameters, file_name, line)
+
+
+def _cubin_problem(path, kernel_name):
+    """Why the cubin at `path` is not the compiled kernel `kernel_name` (truncated, not a CUDA ELF, or
+    without that kernel), or None."""
+    from .cubin import CubinError, read
+    try:
+        kernels = read(path.read_bytes()).kernels
+    except CubinError as error:
+        return f"is not a valid cubin: {error}"
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    if kernel_name not in kernels:
+        return f"has no kernel {kernel_name} (it has {', '.join(sorted(kernels)) or 'none'})"
+    return None
 
 
 def _with_problem(entry, problem, damaged=False):
