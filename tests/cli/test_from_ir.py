@@ -461,3 +461,27 @@ def test_drop_without_target_on_a_two_target_library_drops_the_one_override(tmp_
     assert manifest(lib)["kernels"][0]["variants"][0]["images"] == compiled
     assert not (lib / "overrides").exists()
     assert run_taot("gen", lib / "manifest.json", "-o", lib, "-q").returncode == 0
+
+
+@pytest.mark.parametrize("delay", [0.2, 0.4, 0.6, 0.9])
+def test_ctrl_c_at_any_moment_stops_from_ir_quietly(project, taot_bin, delay):
+    """Ctrl-C reaches the whole process group: the rebuild's child, even one still starting, must not
+    hang the command (it waited forever on a child blocked in its start-up) or print its own
+    traceback. The command ends with 130 (or 0 when it finished first) within seconds."""
+    import signal
+    import time
+    lib = project / "lib"
+    vid = variant_id(lib, 128, 0)
+    (project / "same.ttgir").write_text(compiled_stage(lib, vid, "ttgir"))
+    process = subprocess.Popen([str(taot_bin), "from-ir", "same.ttgir", "--variant", vid, "-o", "lib"], cwd=project,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(delay)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C does: the whole group
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail(f"from-ir did not exit within 60 s of Ctrl-C at {delay} s")
+    print(f"Ctrl-C at {delay} s: exit {process.returncode}")
+    assert process.returncode in (0, 130), stderr
+    assert "Fatal Python error" not in stderr and "Traceback" not in stderr, stderr

@@ -22,6 +22,7 @@ from ..fsutil import write_if_changed
 from .ir_files import DEFAULT_MODE
 from ..library.manifest import artifact_dir, build_manifest, render
 from .output_lock import OutputLock
+from .worker_pool import children_ignore_ctrl_c, end_workers
 
 
 @dataclass
@@ -208,7 +209,8 @@ def _run_in_pool(pending, workers, progress):
     with tempfile.TemporaryDirectory(prefix="taot-build-", ignore_cleanup_errors=True) as scratch, \
             ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                 initargs=(scratch,)) as pool:
-        jobs_of = {pool.submit(job_module.run_job, job): job for job in pending}
+        with children_ignore_ctrl_c():  # the workers start in the first submits
+            jobs_of = {pool.submit(job_module.run_job, job): job for job in pending}
         waiting = set(jobs_of)
         done = 0
         try:
@@ -228,23 +230,12 @@ def _run_in_pool(pending, workers, progress):
                     for future in waiting:
                         future.cancel()
         except KeyboardInterrupt:
-            _end_workers(pool)
+            end_workers(pool)
             raise Interrupted(compiled, len(pending)) from None
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
     return failures
-
-
-def _end_workers(pool):
-    """Drop the queued compiles and end the running ones now: a job ended mid-write leaves its folder
-    without a record, so it is compiled again next time."""
-    processes = list((pool._processes or {}).values())  # no public way before Python 3.14's terminate_workers
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join()
 
 
 def _outcome(future, job):
@@ -257,9 +248,10 @@ def _outcome(future, job):
 
 
 def _init_worker(scratch):
-    """Workers leave Ctrl-C to the parent (ptxas, which they start, inherits that), which ends them;
-    their temporary files go to `scratch`; Triton is imported once per worker."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Workers leave Ctrl-C to the parent (they start with it ignored, and ptxas, which they start,
+    inherits that), which ends them, a job ended mid-write leaving its folder without a record, so
+    that it is compiled again next time; their temporary files go to `scratch`; Triton is imported
+    once per worker."""
     tempfile.tempdir = scratch
     from ..triton_api import compiler as _  # noqa: F401
 

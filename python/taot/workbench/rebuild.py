@@ -21,6 +21,7 @@ from pathlib import Path
 from . import cubin as cubin_reader
 from .. import triton_api
 from ..triton_api import versions
+from ..compile.worker_pool import children_ignore_ctrl_c, end_workers
 from ..errors import RebuildError, SignatureMismatch
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
@@ -133,15 +134,20 @@ def rebuild(path, reference):
     stage, data = read_edited(path)
     with tempfile.TemporaryDirectory(prefix="taot-from-ir-") as scratch:
         log = Path(scratch) / "output.log"
-        context = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
         try:
-            with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-                outcome, value = pool.submit(_rebuild_in_child, str(path), stage, data, reference, scratch,
-                                             str(log)).result()
+            with children_ignore_ctrl_c():  # the child starts in submit; Ctrl-C is the parent's to take
+                future = pool.submit(_rebuild_in_child, str(path), stage, data, reference, scratch, str(log))
+            outcome, value = future.result()
         except BrokenProcessPool:
             printed = _read_log(log)
             raise RebuildError(f"{path}: rebuilding from its {stage} crashed the compiler"
                                + (f":\n{_diagnostics(printed)}" if printed.strip() else "")) from None
+        except BaseException:  # Ctrl-C: end the child wherever it is, never wait for it
+            end_workers(pool)
+            raise
+        finally:
+            pool.shutdown(wait=True)
     if outcome == "error":
         raise RebuildError(f"{path}: rebuilding from its {stage} failed:\n{value}")
     return value
