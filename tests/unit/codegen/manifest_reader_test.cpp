@@ -569,11 +569,11 @@ TEST_F(SchemaTwoErrorTest, RuleProgramsLeaveOneValueOnEveryPath) {
   program = good;
   program[2]["name"] = "x_ptr";
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[2].name: \"x_ptr\" is an argument of kind pointer; arg "
-                                    "reads int, float or bool arguments"));
+                                    "reads int, float, bool or scalar arguments"));
   program = good;
   program[0]["name"] = "n";
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[0].name: \"n\" is an argument of kind int; isnone tests "
-                                    "pointer arguments"));
+                                    "pointer and scalar arguments"));
   program = good;
   program[2] = {{"op", "field"}, {"name", "ACTIVATION"}};
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].requires[0].program[2].name: \"ACTIVATION\" holds string values"));
