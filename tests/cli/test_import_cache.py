@@ -367,3 +367,37 @@ def test_a_damaged_cubin_is_named_and_nothing_is_written(cache, tmp_path, run_ta
     assert f"cache entry {cubin.parent.name}/scale: scale.cubin is not a valid cubin: " in result.stderr
     assert "remove the entry's folder" in result.stderr
     assert not (out / "manifest.json").exists()
+
+
+def test_an_entry_swapped_by_from_ir_is_imported_as_an_override(imported, cache, tmp_path, run_taot):
+    """An entry taot from-ir --triton-cache swapped holds an edited kernel under the original's key: the
+    library's image of it is that kernel as an override, and its compiled image is the spec's compile
+    of the kernel it replaced (equal to the cache's before the swap, and up to date for a later compile)."""
+    import gzip
+    library, _ = imported
+    swapped_cache = tmp_path / "cache"
+    shutil.copytree(cache, swapped_cache)
+    scale = kernel_of(library, "scale")
+    variant = next(v for v in scale["variants"] if v["config"] == {"BLOCK": 256, "num_warps": 4, "num_stages": 3})
+    folder = library / variant["images"][0]["dir"]
+    ttir = gzip.decompress((folder / "scale.ttir.gz").read_bytes()).decode()
+    assert "arith.mulf" in ttir
+    (tmp_path / "edited.ttir").write_text(ttir.replace("arith.mulf", "arith.addf"))
+    original = (folder / "scale.cubin").read_bytes()
+    entry = next(path.parent for path in swapped_cache.glob("*/scale.cubin") if path.read_bytes() == original)
+    swap = run_taot("from-ir", tmp_path / "edited.ttir", "--triton-cache", swapped_cache, "--entry", entry.name)
+    assert swap.returncode == 0, swap.stderr
+    edited = (entry / "scale.cubin").read_bytes()
+    assert edited != original
+
+    out = tmp_path / "out"
+    result = run_taot("import-cache", swapped_cache, "-o", out, *GRIDS)
+    assert result.returncode == 0, result.stderr
+    assert f"{entry.name}/scale: swapped by taot from-ir (an edited ttir): kept as the override of {variant['id']}" \
+        in result.stderr
+    image = next(v for v in kernel_of(out, "scale")["variants"] if v["id"] == variant["id"])["images"][0]
+    assert image["override"]["stage"] == "ttir" and (out / image["cubin"]).read_bytes() == edited
+    assert (out / "artifacts" / variant["id"] / "sm_90" / "scale.cubin").read_bytes() == original
+    again = run_taot("compile", out / "out.toml", "-o", out)
+    assert again.returncode == 0, again.stderr
+    assert "compiled 0" in again.stderr and "kept the kernel taot from-ir rebuilt from an edited ttir" in again.stderr

@@ -10,6 +10,7 @@
 # known, its constexpr values are not (they are compiled into the cubins), and the spec says so.
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import tomllib
@@ -69,6 +70,7 @@ class Placement:
     target: str
     artifact_dir: Path
     inputs: dict
+    job: object = None  # the compile job of the variant (exact imports): what the spec compiles
 
 
 @dataclasses.dataclass
@@ -122,7 +124,10 @@ def import_cache(entries, outdir, library_name, grids, ir=DEFAULT_MODE, cache_la
     try:
         for kernel in kernels:
             for placement in kernel.placements:
-                _place(placement, kernel.kernel.function, library_name, ir)
+                if placement.job is not None and swap_record(placement.entry) is not None:
+                    _place_swapped(placement, kernel.kernel.function, outdir, say)
+                else:
+                    _place(placement, kernel.kernel.function, library_name, ir)
         write_if_changed(spec_path, _spec_text(library, kernels, cache_label))
         hashes = {variant_id: value for kernel in kernels for variant_id, value in kernel.hashes.items()}
         write_if_changed(manifest_path, render(build_manifest(library, outdir, hashes)))
@@ -509,7 +514,7 @@ def _match(jit, jobs, entries, recovered, notes):
         # An entry whose key is what compiling the job gives now is recorded with the job's inputs, so a
         # later `taot compile` of the spec into this folder finds it up to date; others get compiled again.
         record = inputs if chosen.triton_hash == now[chosen.key] else _imported_inputs(chosen, job.target)
-        placements.append(Placement(chosen, job.variant_id, job.target, Path(job.artifact_dir), record))
+        placements.append(Placement(chosen, job.variant_id, job.target, Path(job.artifact_dir), record, job))
     if by_inputs:
         (target, _, _), left = next(iter(by_inputs.items()))
         raise _Inexact(f"the spec written for it does not compile the variant of {left[0].label} for {target}")
@@ -758,6 +763,46 @@ def _place(placement, function, library_name, ir):
     asm = {stage: entry.text(stage) for stage in ("ttir", "ttgir", "llir", "ptx")}
     asm["cubin"] = entry.files["cubin"].read_bytes()
     artifacts.write(folder, function, asm, entry.metadata, placement.inputs, libraries, ir)
+
+
+def swap_record(entry):
+    """What `taot from-ir --triton-cache` left in an entry it swapped (its marker), or None."""
+    from .cache_swap import MARKER
+    try:
+        record = json.loads((entry.folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _place_swapped(placement, function, outdir, say):
+    """An entry `taot from-ir --triton-cache` swapped holds an edited kernel under the original's
+    cache key: the spec's compile of the variant goes into the artifact folder (what the spec makes),
+    and the entry's kernel becomes the image's override, as `taot from-ir` into the library would
+    keep it (`taot from-ir --drop` restores the compiled one)."""
+    from ..compile import jobs as job_module
+    from ..library import overrides
+    from .cache_swap import MARKER
+    from .rebuild import STAGES, Rebuilt
+    entry, record = placement.entry, swap_record(placement.entry)
+    stage = record.get("stage")
+    if stage not in STAGES or (stage != "cubin" and stage not in entry.files):
+        raise TaotError(f"cache entry {entry.label}: its {MARKER} names stage {stage!r}, which the entry "
+                        "does not hold; remove the entry's folder")
+    outcome = job_module.run_job(placement.job)
+    if outcome.error is not None:
+        raise TaotError(f"cache entry {entry.label} was swapped by taot from-ir; compiling the kernel it replaced "
+                        f"({placement.variant_id} for {placement.target}) failed:\n{outcome.error}")
+    data = entry.files[stage].read_bytes()
+    later = STAGES[STAGES.index(stage) + 1:]
+    rebuilt = Rebuilt(path=str(record.get("edited") or entry.files[stage]), stage=stage, data=data,
+                      sha256=hashlib.sha256(data).hexdigest(),
+                      stages={name: entry.text(name) for name in later if name != "cubin" and name in entry.files},
+                      cubin=entry.files["cubin"].read_bytes(), metadata=entry.metadata, carried=())
+    compiled = artifacts.read_record(Path(placement.artifact_dir))
+    overrides.write(outdir, placement.variant_id, placement.target, function, rebuilt, compiled["cubin"]["sha256"])
+    say(f"{entry.label}: swapped by taot from-ir (an edited {stage}): kept as the override of {placement.variant_id} "
+        f"for {placement.target}; the spec compiles the kernel it replaced")
 
 
 def _library(name, kernels, spec_path):
