@@ -153,6 +153,11 @@ class ManifestParser {
     const bool schema_ok = schema != root.end() && schema->is_string() && *schema == kManifestSchema;
     const bool version_ok = version != root.end() && version->is_number_integer() && *version == kManifestSchemaVersion;
     if (schema_ok && version_ok) return true;
+    if (schema_ok && version != root.end() && !version->is_number_integer()) {
+      reader_.fail("schema_version", "expected an integer (this taot reads version " +
+                                         std::to_string(kManifestSchemaVersion) + "), got " + describe(*version));
+      return false;
+    }
     reader_.fail("", fmt::format("schema {} version {} is not supported; this taot reads schema \"{}\" version {}",
                                  schema == root.end() ? "(missing)" : describe(*schema),
                                  version == root.end() ? "(missing)" : describe(*version), kManifestSchema,

@@ -111,7 +111,6 @@ def test_filters_choose_images(run_taot, library):
     (["--kernel", "nope"], "(kernels: softmax_kernel)"),
     (["--where", "BLOCK_SIZE=1024"], "no config field 'BLOCK_SIZE' (fields: BLOCK, num_warps, maxnreg)"),
     (["--where", "BLOCK=7"], "no variant has BLOCK=7 (its values: 1024, 8192)"),
-    (["--where", "BLOCK"], "--where takes FIELD=VALUE"),
     (["--target", "sm_75"], "no target 'sm_75'"),
     (["--target", "sm_75"], "(targets: sm_80, sm_90)"),
     (["--variant", "B99"], "no variant 'B99'"),
@@ -123,6 +122,24 @@ def test_errors_name_the_problem_and_what_exists(run_taot, library, args, named)
     assert result.returncode == 1, result.stdout
     assert named in result.stderr, result.stderr
     assert result.stderr.startswith("taot inspect: ")
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--where", "BLOCK"], "--where takes FIELD=VALUE"),
+    (["--ops"], "--ops works on one stage's text: add --stage"),
+    (["--no-source"], "--no-source works on one stage's text: add --stage"),
+])
+def test_options_that_do_not_fit_are_usage_errors(run_taot, library, args, named):
+    result = run_taot("inspect", library, *args)
+    assert result.returncode == 2, result.stdout
+    assert named in result.stderr, result.stderr
+
+
+def test_one_variants_images_ask_for_the_target(run_taot, library):
+    """--stage on a variant with an image per target: the hint names --target (the variant is given)."""
+    result = run_taot("inspect", library, "--stage", "ttgir", "--variant", "B1024_w4_r255")
+    assert result.returncode == 1
+    assert "2 of 8 match" in result.stderr and "(e.g. --target sm_80)" in result.stderr, result.stderr
 
 
 def test_what_is_no_library_is_named(run_taot, tmp_path):

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,10 +43,16 @@ Expected<const wb::ImageView*> only_image(const std::vector<const wb::ImageView*
   if (images.size() == 1) return images.front();
   if (images.empty()) return wb::usage_error(fmt::format("no image matches the filters (of {} images)", total));
   const wb::ImageView& first = *images.front();
+  // The filter that tells the matches apart: --target when they are one variant's images (the
+  // variant is then given already), else --variant (or --kernel for bare cubins).
+  const bool one_variant = std::all_of(images.begin(), images.end(), [&](const wb::ImageView* image) {
+    return image->kernel == first.kernel && image->variant == first.variant;
+  });
+  const std::string hint = one_variant ? "--target " + first.target
+                                       : (first.variant.empty() ? "--kernel " + first.kernel : "--variant " + first.variant);
   return wb::usage_error(fmt::format("--stage shows one image, and {} of {} match: choose one with --variant "
-                                     "(an id or parts of one), --kernel, --where or --target (e.g. {} {})",
-                                     images.size(), total, first.variant.empty() ? "--kernel" : "--variant",
-                                     first.variant.empty() ? first.kernel : first.variant));
+                                     "(an id or parts of one), --kernel, --where or --target (e.g. {})",
+                                     images.size(), total, hint));
 }
 
 int show_stage(const wb::ImageView& image, wb::Stage stage, const InspectOptions& options) {
@@ -63,7 +70,16 @@ int show_stage(const wb::ImageView& image, wb::Stage stage, const InspectOptions
   return 0;
 }
 
+// A command line whose options do not fit together (exit 2, as CLI11's own usage errors).
+int usage(const std::string& message) {
+  fmt::print(stderr, "taot inspect: {}\n", message);
+  return 2;
+}
+
 int run_inspect(const InspectOptions& options) {
+  if (options.stage.empty() && (options.ops || options.no_source))
+    return usage(fmt::format("{} works on one stage's text: add --stage (ttir, ttgir, llir, ptx or sass)",
+                             options.ops ? "--ops" : "--no-source"));
   std::optional<wb::Stage> stage;
   if (!options.stage.empty()) {
     stage = wb::stage_from_name(options.stage);
@@ -79,7 +95,7 @@ int run_inspect(const InspectOptions& options) {
   filter.variants = options.variants;
   for (const std::string& condition : options.where) {
     auto parsed = wb::parse_where(condition);
-    if (!parsed.ok()) return fail(parsed.status());
+    if (!parsed.ok()) return usage(parsed.status().message());
     filter.where.push_back(*parsed);
   }
   Expected<std::vector<const wb::ImageView*>> images = wb::select_images(*inventory, filter);

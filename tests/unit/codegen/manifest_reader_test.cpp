@@ -173,6 +173,9 @@ TEST_F(ManifestReaderTest, RejectsUnknownSchemaVersionNamingBoth) {
   builder.json["schema_version"] = 1;  // schema 1 manifests are refused, naming both versions
   EXPECT_THAT(error_of(), AllOf(HasSubstr("schema \"taot.manifest\" version 1 is not supported"),
                                 HasSubstr("this taot reads schema \"taot.manifest\" version 2")));
+  builder.json["schema_version"] = "2";  // a string is the wrong type, not an unknown version
+  EXPECT_THAT(error_of(), HasSubstr("manifest.json: schema_version: expected an integer (this taot reads version 2), "
+                                    "got \"2\""));
 }
 
 TEST_F(ManifestReaderTest, OutputFlagIsOptionalAndMustBeABool) {
