@@ -453,11 +453,17 @@ def test_drop_without_target_on_a_two_target_library_drops_the_one_override(tmp_
     assert [entry["target"] for entry in compiled] == ["sm_80", "sm_90"]
     ttir = gzip.decompress((lib / "artifacts" / vid / "sm_90" / "scale_kernel.ttir.gz").read_bytes()).decode()
     (tmp_path / "edited.ttir").write_text(edit(ttir, "arith.mulf", "arith.addf"))
-    done = from_ir(run_taot, "edited.ttir", "--variant", vid, "--target", "sm_90", "-o", "lib", cwd=tmp_path)
+    # A .ttir does not say its target: --target is needed; a .ttgir says it (ttg.target = "cuda:90").
+    done = from_ir(run_taot, "edited.ttir", "--variant", vid, "-o", "lib", cwd=tmp_path)
+    assert done.returncode == 1 and "pick one with --target" in done.stderr, done.stderr
+    ttgir = gzip.decompress((lib / "artifacts" / vid / "sm_90" / "scale_kernel.ttgir.gz").read_bytes()).decode()
+    (tmp_path / "edited.ttgir").write_text(edit(ttgir, "arith.mulf", "arith.addf"))
+    done = from_ir(run_taot, "edited.ttgir", "--variant", vid, "-o", "lib", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    assert manifest(lib)["kernels"][0]["variants"][0]["images"][1]["override"]["stage"] == "ttgir"
     dropped = from_ir(run_taot, "--drop", "--variant", vid, "-o", "lib", cwd=tmp_path)
     assert dropped.returncode == 0, dropped.stderr
-    assert "no such" not in dropped.stderr and "dropped the ttir override" in dropped.stderr
+    assert "no such" not in dropped.stderr and "dropped the ttgir override" in dropped.stderr
     assert manifest(lib)["kernels"][0]["variants"][0]["images"] == compiled
     assert not (lib / "overrides").exists()
     assert run_taot("gen", lib / "manifest.json", "-o", lib, "-q").returncode == 0
@@ -485,3 +491,16 @@ def test_ctrl_c_at_any_moment_stops_from_ir_quietly(project, taot_bin, delay):
     print(f"Ctrl-C at {delay} s: exit {process.returncode}")
     assert process.returncode in (0, 130), stderr
     assert "Fatal Python error" not in stderr and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize("content, named", [("", "the file is empty (expected a kernel's ttir)"),
+                                            ("module {\n}\n", "it defines no kernel (expected a tt.func public @name")])
+def test_a_file_without_a_kernel_is_named_as_such(project, run_taot, content, named):
+    """An empty .ttir (or one with no tt.func) is said to be so, by from-ir and by passes, not
+    "crashed the compiler" or 38 passes run over nothing."""
+    lib = project / "lib"
+    (project / "empty.ttir").write_text(content)
+    done = from_ir(run_taot, "empty.ttir", "--variant", variant_id(lib, 128, 0), "-o", "lib", cwd=project)
+    assert done.returncode == 1 and named in done.stderr, done.stderr
+    passes = run_taot("passes", "empty.ttir", cwd=project)
+    assert passes.returncode == 1 and named in passes.stderr, passes.stderr

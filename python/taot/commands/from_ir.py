@@ -85,7 +85,7 @@ def _into_library(arguments, say):
     from ..compile.output_lock import OutputLock
     outdir = Path(arguments.output)
     with OutputLock(outdir, wait=not arguments.no_wait, notice=say):
-        located = overrides.locate(outdir, arguments.variant, arguments.target)
+        located = _locate(outdir, arguments)
         reference = overrides.reference(outdir, located)
         rebuilt = _rebuild(arguments.file, reference, say)
         _, compiled = overrides.compiled_folder(outdir, located)
@@ -140,6 +140,21 @@ def _drop(arguments, say):
     return result
 
 
+def _locate(outdir, arguments):
+    """The image of --variant (and --target) in the library; when the variant has images for several
+    targets and no --target is given, the one the edited file names itself (a .ttgir's ttg.target, a
+    .ptx's .target, an .llir's target-cpu, a cubin's ELF)."""
+    from ..library import overrides
+    from ..workbench import rebuild
+    try:
+        return overrides.locate(outdir, arguments.variant, arguments.target)
+    except TaotError:
+        named = None if arguments.target else rebuild.target_named_in(arguments.file)
+        if named is None:
+            raise
+        return overrides.locate(outdir, arguments.variant, named)
+
+
 def _manifest_has_variant(outdir, variant_id):
     from ..library import overrides
     try:
@@ -167,7 +182,7 @@ def _into_cache(arguments, say):
     from ..library import overrides
     variant_reference = None
     if arguments.variant:
-        located = overrides.locate(Path(arguments.output), arguments.variant, arguments.target)
+        located = _locate(Path(arguments.output), arguments)
         variant_reference = overrides.reference(Path(arguments.output), located)
         name = variant_reference.metadata.get("name")
     else:
@@ -189,7 +204,7 @@ def _into_override_dir(arguments, say):
     from ..workbench import cache_swap
     from ..library import overrides
     outdir = Path(arguments.output)
-    located = overrides.locate(outdir, arguments.variant, arguments.target)
+    located = _locate(outdir, arguments)
     reference = overrides.reference(outdir, located)
     key, file_name = cache_swap.source_key(outdir, located)
     rebuilt = _rebuild(arguments.file, reference, say)

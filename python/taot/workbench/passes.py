@@ -333,6 +333,10 @@ def parse_module(path, context):
         said = [line.replace(str(parsed_path), str(path)) for line in diagnostic_lines(captured.text)]
         detail = "\n".join(said) if said else str(failure)
         raise TaotError(f"{path}: not a valid MLIR module:\n{detail}")
+    from .rebuild import kernel_problem
+    problem = kernel_problem(input_stage(path), text)  # a module that parses, with nothing to run passes on
+    if problem:
+        raise TaotError(f"{path}: {problem}")
     captured.replay()
     return module
 

@@ -91,11 +91,44 @@ def read_edited(path):
             raise RebuildError(f"{path}: not a readable gzip file ({error})") from None
     if stage != "cubin":
         try:
-            data.decode()
+            text = data.decode()
         except UnicodeDecodeError:
             raise RebuildError(f"{path}: expected {stage} text (UTF-8), got binary data") from None
+        problem = kernel_problem(stage, text)
+        if problem:
+            raise RebuildError(f"{path}: {problem}")
     return stage, data
 
+
+def kernel_problem(stage, text):
+    """Why `text`, a `stage` file's content, holds no kernel (empty; or, for MLIR stages, whose parser
+    takes a module without one, no tt.func), or None. A damaged .llir or .ptx is left to its compiler,
+    whose diagnostics say more."""
+    if not text.strip():
+        return f"the file is empty (expected a kernel's {stage or 'IR'})"
+    if stage in ("ttir", "ttgir") and not re.search(_NAME_PATTERNS[stage], text):
+        return f"it defines no kernel (expected {_KERNEL_SHAPES[stage]} in a {stage} file)"
+    return None
+
+
+def target_named_in(path):
+    """The target an edited file was made for, as it says itself (a .ttgir's ttg.target, a .ptx's
+    .target, an .llir's target-cpu, a cubin's ELF), as "sm_90"; None when it does not say."""
+    stage, data = read_edited(path)
+    if stage == "cubin":
+        try:
+            return f"sm_{cubin_reader.read(data).sm}"
+        except cubin_reader.CubinError:
+            return None
+    pattern = {"ttgir": r'ttg\.target\s*=\s*"cuda:(\d+)"', "ptx": r"^\s*\.target\s+sm_(\d+)",
+               "llir": r'"target-cpu"="sm_(\d+)'}.get(stage)
+    match = re.search(pattern, data.decode(), re.MULTILINE) if pattern else None
+    return f"sm_{match.group(1)}" if match else None
+
+
+# What defines a kernel in each stage's text, for messages.
+_KERNEL_SHAPES = {"ttir": "a tt.func public @name", "ttgir": "a tt.func public @name",
+                  "llir": "a ptx_kernel function", "ptx": "a .visible .entry"}
 
 _NAME_PATTERNS = {
     "ttir": r"tt\.func\s+public\s+@([\w$.]+)",
