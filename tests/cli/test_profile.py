@@ -111,3 +111,33 @@ def test_errors_name_what_is_wrong(run_taot, tmp_path, arguments, code, message)
     result = run_taot("profile", *arguments, cwd=tmp_path)
     assert result.returncode == code
     assert message in result.stderr, result.stderr
+
+
+def writes_a_marker(path):
+    return f"open({str(path)!r}, 'w').close()"
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_the_program_runs(run_taot, tmp_path):
+    ran = tmp_path / "the-program-ran"
+    missing = run_taot("profile", "-o", tmp_path / "no" / "x.hatchet", "--", sys.executable, "-c",
+                       writes_a_marker(ran))
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr == (f"error: {tmp_path}/no/x.hatchet: cannot be written: its folder {tmp_path}/no does "
+                              "not exist\n")
+    folder = run_taot("profile", "-o", tmp_path, "--", sys.executable, "-c", writes_a_marker(ran))
+    assert folder.returncode == 1
+    assert folder.stderr == f"error: {tmp_path}: is a folder, not a hatchet file to write\n"
+    assert not ran.exists()
+
+
+def test_a_read_only_output_folder_is_refused_before_the_program_runs(run_taot, tmp_path):
+    ran = tmp_path / "the-program-ran"
+    read_only = tmp_path / "rofs"
+    read_only.mkdir(mode=0o555)
+    if os.access(read_only, os.W_OK):
+        pytest.skip("this user may write to a folder of mode 0555 (root)")
+    result = run_taot("profile", "-o", read_only / "x.hatchet", "--", sys.executable, "-c", writes_a_marker(ran))
+    assert result.returncode == 1
+    assert result.stderr == f"error: {read_only}/x.hatchet: cannot be written in {read_only} (Permission denied)\n"
+    assert not ran.exists()
+    assert list(read_only.iterdir()) == []

@@ -46,6 +46,18 @@ def recording(folder, **changes):
     return folder
 
 
+def fake_library(folder, variants=6):
+    """The files repro reads from a built vector_add library: CMakeLists.txt, the C header and a
+    manifest whose add_kernel has `variants` variants (nothing is compiled)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "CMakeLists.txt").write_text("# stand-in\n")
+    (folder / "vector_add_c.h").write_text("/* stand-in */\n")
+    (folder / "manifest.json").write_text(json.dumps({
+        "schema": "taot.manifest", "schema_version": 2, "library": "vector_add",
+        "kernels": [{"name": "add_kernel", "args": [], "variants": [{"id": f"v{i}"} for i in range(variants)]}]}))
+    return folder
+
+
 def test_the_replay_program_compiles_with_strict_warnings(library, run_taot, tmp_path):
     out = tmp_path / "repro"
     made = run_taot("repro", recording(tmp_path / "recorded"), "-o", out, "--library", library)
@@ -80,6 +92,82 @@ def test_a_recording_that_cannot_be_replayed_is_refused(run_taot, tmp_path, chan
                       "--library", tmp_path / "lib")
     assert result.returncode == 1
     assert message in result.stderr, result.stderr
+
+
+def test_a_consistent_recording_is_written_without_building_anything(run_taot, tmp_path):
+    out = tmp_path / "out"
+    made = run_taot("repro", recording(tmp_path / "recorded"), "-o", out, "--library", fake_library(tmp_path / "lib"))
+    assert made.returncode == 0, made.stderr
+    assert (out / "data" / "buffer0.bin").read_bytes() == bytes(range(256)) * 4
+    assert "const std::size_t kVariantIndex = 5;" in (out / "replay.cpp").read_text()
+
+
+def pointer(name, buffer, offset):
+    return {"name": name, "kind": "pointer", "dtype": "fp16", "output": False, "buffer": buffer, "offset": offset}
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"args": [pointer("x_ptr", 5, 0)]},
+     "launch.json: argument x_ptr points into buffer 5, but the recording has 2 buffers (0 to 1)"),
+    ({"args": [pointer("x_ptr", 0, 0), pointer("y_ptr", 0, 99999)]},
+     "launch.json: argument y_ptr points at byte offset 99999 of buffer 0 (buffer0.bin), which has 1024 bytes"),
+    ({"args": [pointer("out", 1, 512)]},
+     "launch.json: argument out points at byte offset 512 of buffer 1 (buffer1.bin), which has 512 bytes"),
+    ({"variant_index": -1}, "launch.json: variant_index: expected a variant's index (0 or more), got -1"),
+])
+def test_an_argument_outside_the_recorded_buffers_is_refused_naming_it(run_taot, tmp_path, changes, message):
+    out = tmp_path / "out"
+    result = run_taot("repro", recording(tmp_path / "recorded", **changes), "-o", out,
+                      "--library", fake_library(tmp_path / "lib"))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == f"error: {tmp_path}/recorded/{message}\n"
+    assert not out.exists()  # refused before anything is written
+
+
+@pytest.mark.parametrize("file, size, recorded", [("buffer0.bin", 100, 1024), ("buffer1.after.bin", 600, 512)])
+def test_a_buffer_file_of_another_size_than_recorded_is_refused(run_taot, tmp_path, file, size, recorded):
+    folder = recording(tmp_path / "recorded")
+    (folder / file).write_bytes(bytes(size))
+    out = tmp_path / "out"
+    result = run_taot("repro", folder, "-o", out, "--library", fake_library(tmp_path / "lib"))
+    assert result.returncode == 1
+    assert result.stderr == (f"error: {folder}/{file}: {size} bytes, but {folder}/launch.json records {recorded} "
+                             "(the file is truncated or not from this recording)\n")
+    assert not out.exists()
+
+
+def test_a_missing_buffer_file_is_named(run_taot, tmp_path):
+    folder = recording(tmp_path / "recorded")
+    (folder / "buffer1.bin").unlink()
+    result = run_taot("repro", folder, "-o", tmp_path / "out", "--library", fake_library(tmp_path / "lib"))
+    assert result.returncode == 1
+    assert f"error: {folder}/buffer1.bin: missing; {folder}/launch.json records it with 512 bytes" in result.stderr
+
+
+@pytest.mark.parametrize("changes, variants, message", [
+    ({"variant_index": 9999}, 6, "the recorded variant index 9999 (fp16_a16_a16_a16_d16_b1024_w4_s3) is not in the "
+                                 "library: its add_kernel has 6 variants (0 to 5); it is not the one recorded"),
+    ({}, 5, "the recorded variant index 5 (fp16_a16_a16_a16_d16_b1024_w4_s3) is not in the library: its add_kernel "
+            "has 5 variants (0 to 4)"),
+    ({"kernel": "mul_kernel"}, 6, "library vector_add has no kernel 'mul_kernel' (its kernels: add_kernel)"),
+])
+def test_a_variant_the_library_lacks_is_refused(run_taot, tmp_path, changes, variants, message):
+    library = fake_library(tmp_path / "lib", variants)
+    out = tmp_path / "out"
+    result = run_taot("repro", recording(tmp_path / "recorded", **changes), "-o", out, "--library", library)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {library}/manifest.json: {message}"), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_library_folder_without_a_manifest_is_named(run_taot, tmp_path):
+    library = fake_library(tmp_path / "lib")
+    (library / "manifest.json").unlink()
+    result = run_taot("repro", recording(tmp_path / "recorded"), "-o", tmp_path / "out", "--library", library)
+    assert result.returncode == 1
+    assert (f"error: {library}: no manifest.json here; give the folder taot build wrote for the recorded library"
+            in result.stderr), result.stderr
 
 
 def test_a_folder_without_a_recording_is_named(run_taot, tmp_path):

@@ -185,3 +185,20 @@ def test_a_bad_trace_is_an_error_naming_the_file(tmp_path, content, message):
     with pytest.raises(TaotError) as caught:
         profiler.read_trace(path)
     assert str(caught.value).startswith(f"{path}: {message}"), str(caught.value)
+
+
+def test_a_hatchet_path_that_cannot_be_written_is_named_before_anything_runs(tmp_path, monkeypatch):
+    profiler.check_hatchet_path(tmp_path / "x.hatchet")
+    assert list(tmp_path.iterdir()) == []  # the probe file is removed
+    with pytest.raises(TaotError, match=f"^{tmp_path}/no/x.hatchet: cannot be written: its folder {tmp_path}/no "
+                                        "does not exist$"):
+        profiler.check_hatchet_path(tmp_path / "no" / "x.hatchet")
+    with pytest.raises(TaotError, match=f"^{tmp_path}: is a folder, not a hatchet file to write$"):
+        profiler.check_hatchet_path(tmp_path)
+
+    def read_only(**where):
+        raise OSError(30, "Read-only file system", str(Path(where["dir"]) / "x.hatchet.abc.tmp"))
+    monkeypatch.setattr(profiler.tempfile, "mkstemp", read_only)
+    with pytest.raises(TaotError, match=f"^{tmp_path}/x.hatchet: cannot be written in {tmp_path} "
+                                        r"\(Read-only file system\)$"):
+        profiler.check_hatchet_path(tmp_path / "x.hatchet")

@@ -43,6 +43,8 @@ def check(parser, arguments):
 def run(arguments):
     bench_files = [load_bench_file(path) for path in arguments.bench]
     command = _command(arguments.program)
+    if arguments.output:  # before the program, which may run long
+        profiler.check_hatchet_path(arguments.output)
     with tempfile.TemporaryDirectory(prefix="taot-profile-") as folder:
         environment = dict(os.environ, TAOT_PROFILE=str(Path(folder) / TRACE_NAME))
         if arguments.nvtx:

@@ -2,6 +2,8 @@
 # (docs/debug.md) into a standalone CMake project: OUT/CMakeLists.txt and OUT/replay.cpp, rendered
 # from the templates in taot/templates/repro, and OUT/data, the recorded buffers. The program
 # replays the launch through the library generated in LIBDIR and compares the buffers bitwise.
+# Everything the program would index by (buffer files and sizes, buffer numbers and offsets, the
+# variant index) is checked against the recording and the library's manifest before anything is written.
 import json
 import shutil
 import string
@@ -10,6 +12,7 @@ from pathlib import Path
 from ..spec.dtypes import DTYPES
 from ..errors import TaotError
 from ..fsutil import write_if_changed
+from ..library.built import MANIFEST, read_manifest
 
 SCHEMA, VERSION = "taot.repro", 1
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "repro"
@@ -29,10 +32,12 @@ def add_arguments(parser):
 def run(arguments):
     recording = Path(arguments.recording)
     launch = load_recording(recording / "launch.json")
+    check_buffer_files(recording, launch)
     library_dir = Path(arguments.library).resolve()
     if not (library_dir / "CMakeLists.txt").is_file() or not (library_dir / f"{launch['library']}_c.h").is_file():
         raise TaotError(f"{library_dir} is not a folder taot build wrote for library '{launch['library']}' "
                         f"(no CMakeLists.txt and {launch['library']}_c.h)")
+    check_variant(launch, library_dir)
     source_dir = Path(arguments.taot_source).resolve() if arguments.taot_source else default_source_dir()
     out = Path(arguments.output)
     (out / "data").mkdir(parents=True, exist_ok=True)
@@ -61,13 +66,81 @@ def load_recording(path):
     if launch.get("status") is None:
         raise TaotError(f"{path}: the recorded launch never ended (the process stopped during it); its inputs are "
                         "there but not what it wrote")
+    buffers = launch.get("buffers")
+    if not isinstance(buffers, list):
+        raise TaotError(f"{path}: expected a list of buffers, got {buffers!r}")
+    for number, buffer in enumerate(buffers):
+        if not (isinstance(buffer, dict) and isinstance(buffer.get("file"), str) and is_count(buffer.get("bytes"))):
+            raise TaotError(f"{path}: buffers[{number}]: expected a file name and a byte count, got {buffer!r}")
     for arg in launch["args"]:
         if arg["kind"] == "tensordesc":
             raise TaotError(f"{path}: argument {arg['name']} is a tensor descriptor; repro cannot replay those yet")
         if arg["kind"] == "pointer" and arg.get("buffer") is None and "address" in arg:
             raise TaotError(f"{path}: argument {arg['name']} points outside every allocation the recorder could "
                             f"find ({arg['address']}); see the file's errors")
+        if arg["kind"] == "pointer" and arg.get("buffer") is not None:
+            check_pointer(path, arg, buffers)
+    if not is_count(launch.get("variant_index")):
+        raise TaotError(f"{path}: variant_index: expected a variant's index (0 or more), got "
+                        f"{launch.get('variant_index')!r}")
     return launch
+
+
+def is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def check_pointer(path, arg, buffers):
+    """A pointer argument names one of the recorded buffers and an offset inside it (replay.cpp
+    indexes its allocations by the buffer number)."""
+    number, offset = arg["buffer"], arg.get("offset")
+    if not is_count(number) or number >= len(buffers):
+        raise TaotError(f"{path}: argument {arg['name']} points into buffer {number!r}, but the recording has "
+                        f"{counted(len(buffers), 'buffer')}")
+    size = buffers[number]["bytes"]
+    if not is_count(offset) or offset >= size:
+        raise TaotError(f"{path}: argument {arg['name']} points at byte offset {offset!r} of buffer {number} "
+                        f"({buffers[number]['file']}), which has {size} bytes")
+
+
+def counted(count, noun):
+    """'2 buffers (0 to 1)', '1 variant (0)', 'no variants'."""
+    if count == 0:
+        return f"no {noun}s"
+    return f"{count} {noun}{'s' if count > 1 else ''} ({'0' if count == 1 else f'0 to {count - 1}'})"
+
+
+def check_buffer_files(recording, launch):
+    """Every buffer file (and after-file) is there with the size launch.json records for it."""
+    for buffer in launch["buffers"]:
+        for key in ("file", "after"):
+            if not buffer.get(key):
+                continue
+            file = recording / buffer[key]
+            try:
+                size = file.stat().st_size
+            except FileNotFoundError:
+                raise TaotError(f"{file}: missing; {recording / 'launch.json'} records it with "
+                                f"{buffer['bytes']} bytes") from None
+            if size != buffer["bytes"]:
+                raise TaotError(f"{file}: {size} bytes, but {recording / 'launch.json'} records {buffer['bytes']} "
+                                "(the file is truncated or not from this recording)")
+
+
+def check_variant(launch, library_dir):
+    """The recorded kernel is in the library's manifest and has a variant at the recorded index."""
+    manifest = read_manifest(library_dir, advice="give the folder taot build wrote for the recorded library")
+    kernels = {kernel["name"]: kernel for kernel in manifest["kernels"]}
+    kernel = kernels.get(launch["kernel"])
+    if kernel is None:
+        raise TaotError(f"{library_dir / MANIFEST}: library {manifest['library']} has no kernel "
+                        f"'{launch['kernel']}' (its kernels: {', '.join(kernels) or 'none'}); it is not the one "
+                        "recorded")
+    count, index = len(kernel["variants"]), launch["variant_index"]
+    if index >= count:
+        raise TaotError(f"{library_dir / MANIFEST}: the recorded variant index {index} ({launch['variant']}) is "
+                        f"not in the library: its {kernel['name']} has {counted(count, 'variant')}; "
+                        "it is not the one recorded")
 
 
 def default_source_dir():
@@ -113,7 +186,7 @@ def template_values(launch, source, library_dir, source_dir):
         "library": launch["library"],
         "kernel": launch["kernel"],
         "variant": launch["variant"],
-        "variant_index": int(launch["variant_index"]),
+        "variant_index": launch["variant_index"],
         "launch_index": int(launch.get("launch_index", 0)),
         "grid": ", ".join(str(g) for g in grid),
         "grid_text": "[" + ", ".join(str(g) for g in grid) + "]",

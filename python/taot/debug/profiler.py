@@ -7,7 +7,9 @@ import collections
 import dataclasses
 import json
 import math
+import os
 import shlex
+import tempfile
 from pathlib import Path
 
 from ..measure import stats
@@ -265,6 +267,24 @@ def hatchet(root, devices):
                                                              "arch", "num_sms")}
         info[ordinal]["arch"] = str(info[ordinal]["arch"])
     return [frame(root), {DEVICE_TYPE: info} if info else {}]
+
+
+def check_hatchet_path(path):
+    """That write_hatchet(path, ...) can write: `path` is not a folder, and a temporary file can be
+    created and removed beside it (as the atomic write does). For before the program runs, which may
+    run long; TaotError naming the path otherwise."""
+    path = Path(path)
+    if path.is_dir():
+        raise TaotError(f"{path}: is a folder, not a hatchet file to write")
+    folder = path.parent
+    if not folder.is_dir():
+        raise TaotError(f"{path}: cannot be written: its folder {folder} does not exist")
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=path.name + ".", suffix=".tmp")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise TaotError(f"{path}: cannot be written in {folder} ({error.strerror or error})") from None
 
 
 def write_hatchet(path, root, devices):
