@@ -116,5 +116,5 @@ def run(arguments):
             print(f"  {problem}", file=sys.stderr)
         return 1
     if not outcome.report.records:
-        raise TaotError("nothing was timed: no shape matched --where")
+        raise TaotError("nothing was timed: no variant chosen takes the arguments of the shapes kept")
     return 0

@@ -27,7 +27,10 @@ def add_arguments(parser):
     add_where_argument(parser)
     parser.add_argument("--device", default="cuda:0", metavar="DEVICE", help="the torch device (default cuda:0)")
     parser.add_argument("--module-dir", metavar="DIR", help="where the library's module is (default LIBRARY/build)")
-    parser.add_argument("--json", metavar="PATH", help="write every comparison as JSON")
+    parser.add_argument("--json", action="store_true",
+                        help="print every comparison as JSON on stdout instead of the table (the summary goes to "
+                             "stderr)")
+    parser.add_argument("-o", "--output", metavar="PATH", help="write every comparison as JSON to PATH")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -52,18 +55,31 @@ def run(arguments):
                                against=arguments.against, device=arguments.device,
                                shapes_filter=shape_filter(arguments.filters, bench_file),
                                exact=False if arguments.tolerance else None, say=say)
+    if arguments.json:
+        print(json.dumps(comparisons_json(results), indent=1))
+    else:
+        print_table(results)
+    if arguments.output:
+        with open(arguments.output, "w") as stream:
+            json.dump(comparisons_json(results), stream, indent=1)
+            stream.write("\n")
+    bad = [r for r in results if r.status != "ok"]
+    print(f"{len(results) - len(bad)} of {len(results)} checks passed against {arguments.against}"
+          + ("" if not bad else f"; {len(bad)} failed"), file=sys.stderr if arguments.json else sys.stdout)
+    if not results:
+        raise TaotError("nothing was checked: no variant chosen takes the arguments of the shapes kept")
+    return 1 if bad else 0
+
+
+def comparisons_json(results):
+    """What --json prints and -o writes: one object per comparison (engine.Comparison's fields)."""
+    return [vars(result) for result in results]
+
+
+def print_table(results):
     print(f"{'kernel':14} {'shape':34} {'status':8} {'max abs':>10} {'max rel':>10}  first difference / variant")
     for result in results:
         shape = ", ".join(f"{k}={v}" for k, v in result.shape.items())
         where = f"{result.output}{list(result.first_index)} " if result.first_index is not None else ""
         print(f"{result.kernel:14} {shape:34} {result.status:8} {result.max_abs:10.3g} {result.max_rel:10.3g}  "
               f"{where}{result.variant}" + (f": {result.detail}" if result.status == "error" else ""))
-    if arguments.json:
-        with open(arguments.json, "w") as stream:
-            json.dump([vars(r) for r in results], stream, indent=1)
-    bad = [r for r in results if r.status != "ok"]
-    print(f"{len(results) - len(bad)} of {len(results)} checks passed against {arguments.against}"
-          + ("" if not bad else f"; {len(bad)} failed"))
-    if not results:
-        raise TaotError("nothing was checked: no shape matched, or no variant takes the shapes' arguments")
-    return 1 if bad else 0

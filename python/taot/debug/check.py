@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..measure.bench import ArgumentCache
 from .. import IMPORT_ROOT
-from ..errors import TaotError
+from ..errors import Problem, TaotError
 from ..library.built import read_manifest
 from ..spec.arg_kinds import manifest_kind
 from ..spec.expressions import run_program
@@ -44,8 +44,12 @@ class JitKernel:
         from ..spec.source import load_function
 
         source = (Path(folder) / manifest_kernel["source"]).resolve()
-        self.function = _interpreted_function(source, manifest_kernel["function"]) if interpret else \
-            load_function(source, manifest_kernel["function"])
+        try:
+            self.function = _interpreted_function(source, manifest_kernel["function"]) if interpret else \
+                load_function(source, manifest_kernel["function"])
+        except Problem as problem:
+            raise TaotError(f"kernel {manifest_kernel['name']}: checking against Triton's JIT runs the source its "
+                            f"manifest names: {problem} (or check --against reference)") from None
         self.args = manifest_kernel["args"]
         self.call_args = [a["name"] for a in self.args if manifest_kind(a["kind"]).runtime]
         self.launch_only = {a["name"] for a in self.args if a.get("launch_only")}
@@ -102,74 +106,76 @@ def run_check(library, manifest, bench_file, *, kernels=None, variants=("auto",)
               shapes_filter=None, exact=None, say=None):
     """Checks each chosen variant (indices or ids, "auto", or "all") of each kernel over the file's shapes.
     `exact` (default: against == "jit") compares bitwise instead of with the file's tolerance. Returns
-    a list of Comparison."""
-    import torch
-
-    from ..measure.bench import implementations
+    a list of Comparison. What needs no torch (--kernel, --variants, the reference asked for, the shapes
+    kept) is checked first, then the first arguments are made, then torch and the GPU are opened."""
+    from ..measure.bench import argument_config, chosen_kernels, first_arguments, implementations, open_device
 
     say = say or (lambda line: None)
     exact = (against == "jit") if exact is None else exact
-    torch.cuda.set_device(device)
-    num_sms = torch.cuda.get_device_properties(device).multi_processor_count
     manifest_kernels = {k["name"]: k for k in manifest["kernels"]}
-    results = []
-    for kernel_bench in bench_file.kernels:
-        if kernels and kernel_bench.name not in kernels:
-            continue
+    plans = []
+    for kernel_bench in chosen_kernels(bench_file, kernels):
         kernel, info = library.kernel(kernel_bench.name), library.info(kernel_bench.name)
-        variant_list = kernel.variants()
-        jit = JitKernel(library.folder, manifest_kernels[kernel_bench.name]) if against == "jit" else None
         if against == "reference" and kernel_bench.reference is None:
             raise TaotError(f"{bench_file.label}: kernel {kernel_bench.name} has no reference; check against jit "
                             f"or interpreter")
+        jit = JitKernel(library.folder, manifest_kernels[kernel_bench.name]) if against == "jit" else None
+        chosen = implementations(kernel_bench.name, kernel, kernel_bench, list(variants), [])
+        shapes = [shape for shape in kernel_bench.shapes if shapes_filter is None or shapes_filter(shape)]
+        plans += [(kernel_bench, kernel, info, jit, chosen, shape) for shape in shapes if chosen]
+    if not plans:
+        raise TaotError(f"nothing to check: no shape of {bench_file.label} matches --where")
+    torch = None
+    results = []
+    for kernel_bench, kernel, info, jit, chosen, shape in plans:
+        variant_list = kernel.variants()
         tolerance_for = (lambda dtype: _Exact) if exact else kernel_bench.tolerance_for
-        chosen = [i for i in implementations(kernel_bench.name, kernel, kernel_bench, list(variants), [])]
-        for shape in kernel_bench.shapes:
-            if shapes_filter is not None and not shapes_filter(shape):
-                continue
-            cache = ArgumentCache(kernel_bench, info, device)
-            for implementation in chosen:
-                index = implementation.variant
-                config = variant_list[index]["config"] if index is not None else \
-                    (cache.default_config(kernel) if kernel_bench.args_depend_on else None)
-                args, guard, expected = cache.entry(shape, config)
-                try:
-                    if index is None:
-                        index, _ = kernel.choose(*args)
-                        config = variant_list[index]["config"]
-                        args, guard, expected = cache.entry(shape, config)
-                    else:
-                        kernel.choose(*args, variant=index)
-                except (ValueError, TypeError) as error:
-                    if implementation.optional:
-                        continue
-                    results.append(Comparison(kernel_bench.name, dict(shape), implementation.name, against, "error",
-                                              detail=str(error)))
-                    continue
-                variant_id = variant_list[index]["id"]
-                label = implementation.name if implementation.kind == "auto" else variant_id
-                guard.restore()
-                kernel(*args, variant=index)
-                torch.cuda.synchronize(device)
-                actual = [output.clone() for output in guard.outputs()]
-                if against == "reference":
-                    want = expected
-                elif against == "jit":
-                    guard.restore()
-                    jit.launch(variant_id, config, args, num_sms)
-                    torch.cuda.synchronize(device)
-                    want = [output.clone() for output in guard.outputs()]
+        cache = ArgumentCache(kernel_bench, info, device)
+        if torch is None:
+            first_arguments("check", device, lambda: cache.entry(shape, argument_config(kernel, chosen[0], cache)))
+            torch = open_device("check", device)
+            num_sms = torch.cuda.get_device_properties(device).multi_processor_count
+        for implementation in chosen:
+            index = implementation.variant
+            config = argument_config(kernel, implementation, cache)
+            args, guard, expected = cache.entry(shape, config)
+            try:
+                if index is None:
+                    index, _ = kernel.choose(*args)
+                    config = variant_list[index]["config"]
+                    args, guard, expected = cache.entry(shape, config)
                 else:
-                    guard.restore()
-                    want = interpret(library.folder, manifest_kernels[kernel_bench.name], variant_id, config, args,
-                                     cache.positions, num_sms)
-                result = compare(kernel_bench.name, shape, label, against, cache.output_names, actual, want,
-                                 tolerance_for)
-                if against == "interpreter" and result.status == "mismatch":
-                    result.detail += _interpreter_caveat(args)
-                results.append(result)
-                say(f"{kernel_bench.name} {shape.label} {label}: {result.status} (max abs {result.max_abs:.3g}, "
-                    f"max rel {result.max_rel:.3g})")
+                    kernel.choose(*args, variant=index)
+            except (ValueError, TypeError) as error:
+                if implementation.optional:
+                    continue
+                results.append(Comparison(kernel_bench.name, dict(shape), implementation.name, against, "error",
+                                          detail=str(error)))
+                continue
+            variant_id = variant_list[index]["id"]
+            label = implementation.name if implementation.kind == "auto" else variant_id
+            guard.restore()
+            kernel(*args, variant=index)
+            torch.cuda.synchronize(device)
+            actual = [output.clone() for output in guard.outputs()]
+            if against == "reference":
+                want = expected
+            elif against == "jit":
+                guard.restore()
+                jit.launch(variant_id, config, args, num_sms)
+                torch.cuda.synchronize(device)
+                want = [output.clone() for output in guard.outputs()]
+            else:
+                guard.restore()
+                want = interpret(library.folder, manifest_kernels[kernel_bench.name], variant_id, config, args,
+                                 cache.positions, num_sms)
+            result = compare(kernel_bench.name, shape, label, against, cache.output_names, actual, want,
+                             tolerance_for)
+            if against == "interpreter" and result.status == "mismatch":
+                result.detail += _interpreter_caveat(args)
+            results.append(result)
+            say(f"{kernel_bench.name} {shape.label} {label}: {result.status} (max abs {result.max_abs:.3g}, "
+                f"max rel {result.max_rel:.3g})")
     return results
 
 

@@ -3,6 +3,8 @@
 # file's baselines) is checked against the reference once and then timed: kernels by their module's
 # time() (the C++ loop on the production launch path), baselines by measure.time_callable().
 import dataclasses
+import importlib.util
+import os
 import sys
 
 from . import report as bench_report, stats
@@ -111,6 +113,66 @@ class ArgumentCache:
         return config
 
 
+def chosen_kernels(bench_file, kernels):
+    """The file's kernels that --kernel names (all of them when it names none); TaotError for a
+    name the file lacks."""
+    missing = sorted(set(kernels or ()) - set(bench_file.names))
+    if missing:
+        raise TaotError(f"--kernel {', '.join(missing)}: not in {bench_file.label} (its kernels: "
+                        f"{', '.join(bench_file.names)})")
+    return [kb for kb in bench_file.kernels if not kernels or kb.name in kernels]
+
+
+def argument_config(kernel, implementation, cache):
+    """The config whose fields the arguments of `implementation` are made for: a variant's own, else
+    the spec's defaults of the fields the arguments depend on (None when they depend on none)."""
+    if implementation.kind == "variant":
+        return kernel.variants()[implementation.variant]["config"]
+    return cache.default_config(kernel) if cache.kernel_bench.args_depend_on else None
+
+
+def torch_missing(command):
+    """The one-line error of a measuring command run by a Python without torch."""
+    return TaotError(f"taot {command} needs torch (the bench file's arguments are torch tensors, timed and compared "
+                     f"on the GPU), and {sys.executable}, the Python taot runs, has none: pip install torch there, or "
+                     f"set TAOT_PYTHON to a Python that has it")
+
+
+def open_device(command, device):
+    """torch, with `device` current. TaotError in one line when this Python has no torch, when torch
+    sees no GPU, or when `device` is not one of them."""
+    try:
+        import torch
+    except ModuleNotFoundError as error:
+        if error.name != "torch":
+            raise
+        raise torch_missing(command) from None
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        raise TaotError(f"taot {command} needs a CUDA GPU, and torch {torch.__version__} in {sys.executable} sees none"
+                        + (f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""))
+    try:
+        torch.cuda.set_device(device)
+    except (RuntimeError, ValueError, AssertionError) as error:
+        raise TaotError(f"--device {device}: {str(error).strip().splitlines()[0]}") from None
+    return torch
+
+
+def first_arguments(command, device, make):
+    """make(): the run's first arguments (make_args, the reference), before taot itself imports torch
+    or touches the GPU, so that a make_args that fails on its own says so first. One that fails for
+    want of torch, or of a GPU (torch's RuntimeError), is reported as that, in one line."""
+    try:
+        return make()
+    except BenchFileError as error:
+        cause = error.__cause__
+        if isinstance(cause, ModuleNotFoundError) and cause.name == "torch":
+            raise torch_missing(command) from None
+        if isinstance(cause, (RuntimeError, AssertionError)) and importlib.util.find_spec("torch") is not None:
+            open_device(command, device)  # no GPU, or not this one: that is the error to report
+        raise
+
+
 def _synchronize(device):
     import torch
     torch.cuda.synchronize(device)
@@ -119,27 +181,34 @@ def _synchronize(device):
 def run_bench(library, bench_file, *, kernels=None, selection=(AUTOMATIC,), baselines=None, settings=TimingSettings(),
               device="cuda:0", check=True, shapes_filter=None, peak_override=None, say=None):
     """Times the sweep of every kernel of `bench_file` (or those named in `kernels`). Returns a BenchRun.
-    `shapes_filter(shape)` keeps a shape when true. `say(line)` reports progress."""
-    import torch
-
+    `shapes_filter(shape)` keeps a shape when true. `say(line)` reports progress. What needs no torch
+    (the library's name and kernels, --kernel, --variants, the shapes kept) is checked first, then the
+    first arguments are made, then torch and the GPU are opened."""
     say = say or (lambda line: None)
     bench_file.check_library(library.name, library.kernel_names())
-    chosen = [kb for kb in bench_file.kernels if kernels is None or kb.name in kernels]
-    missing = sorted(set(kernels or ()) - {kb.name for kb in bench_file.kernels})
-    if missing:
-        raise TaotError(f"--kernel {', '.join(missing)}: not in {bench_file.label} (its kernels: "
-                        f"{', '.join(bench_file.names)})")
-    torch.cuda.set_device(device)
-    device_name = torch.cuda.get_device_name(device)
-    records, problems = [], []
-    plan = [(kb, shape) for kb in chosen for shape in kb.shapes if shapes_filter is None or shapes_filter(shape)]
-    for step, (kernel_bench, shape) in enumerate(plan, 1):
+    chosen = chosen_kernels(bench_file, kernels)
+    timed = {}
+    for kernel_bench in chosen:
         info = library.info(kernel_bench.name)
         if info is None:
             raise TaotError(f"library {library.name} has no manifest beside its module; give the library folder")
         kernel = library.kernel(kernel_bench.name)
+        timed[kernel_bench.name] = (kernel, info,
+                                    implementations(kernel_bench.name, kernel, kernel_bench, selection, baselines))
+    plan = [(kb, shape) for kb in chosen for shape in kb.shapes if shapes_filter is None or shapes_filter(shape)]
+    if not plan:
+        raise TaotError(f"nothing to time: no shape of {bench_file.label} matches --where")
+    device_name = None
+    records, problems = [], []
+    for step, (kernel_bench, shape) in enumerate(plan, 1):
+        kernel, info, chosen_implementations = timed[kernel_bench.name]
         cache = ArgumentCache(kernel_bench, info, device)
-        for implementation in implementations(kernel_bench.name, kernel, kernel_bench, selection, baselines):
+        if device_name is None:
+            if chosen_implementations:
+                first_arguments("bench", device, lambda: cache.entry(
+                    shape, argument_config(kernel, chosen_implementations[0], cache)))
+            device_name = open_device("bench", device).cuda.get_device_name(device)
+        for implementation in chosen_implementations:
             label = f"[{step}/{len(plan)}] {kernel_bench.name} {shape.label} {implementation.name}"
             try:
                 samples = _check_and_time(kernel, implementation, cache, shape, settings, device, check)
@@ -169,11 +238,7 @@ class _NotApplicable(Problem):
 
 
 def _check_and_time(kernel, implementation, cache, shape, settings, device, check):
-    config = None
-    if implementation.kind == "variant":
-        config = kernel.variants()[implementation.variant]["config"]
-    elif cache.kernel_bench.args_depend_on:
-        config = cache.default_config(kernel)
+    config = argument_config(kernel, implementation, cache)
     args, guard, expected = cache.entry(shape, config)
     if implementation.kind == "auto" and cache.kernel_bench.args_depend_on:
         # The arguments depend on fields the automatic choice picks: choose with the default's

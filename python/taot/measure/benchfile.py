@@ -194,7 +194,7 @@ class KernelBench:
             result = self.make_args(dict(shape), device, *extra)
         except Exception as error:  # the user's function failed: say where
             raise BenchFileError(self.file, where, "a call that returns the arguments",
-                                 exception_summary(error, self.path)) from None
+                                 exception_summary(error, self.path)) from error  # first_arguments reads the cause
         if isinstance(result, Call):
             return result
         if isinstance(result, (list, tuple)):
@@ -217,7 +217,7 @@ class KernelBench:
             result = call.apply(self.reference)
         except Exception as error:
             raise BenchFileError(self.file, where, "a call that returns the expected outputs",
-                                 exception_summary(error, self.path)) from None
+                                 exception_summary(error, self.path)) from error
         named = ", ".join(str(output) for output in outputs)
         if isinstance(result, dict):
             if set(result) != set(outputs):

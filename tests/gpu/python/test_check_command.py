@@ -30,7 +30,7 @@ def taot_check(*arguments):
 
 def results_of(*arguments):
     path = Path(tempfile.mkdtemp()) / "check.json"
-    result = taot_check(*arguments, "--json", path, "-q")
+    result = taot_check(*arguments, "-o", path, "-q")
     return result, json.loads(path.read_text()) if path.exists() else []
 
 
