@@ -262,3 +262,18 @@ def test_a_rule_field_whose_where_leaves_one_value_defaults_to_it(tmp_path, run_
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     field = next(field for field in manifest["kernels"][0]["config"] if field["name"] == "HAS_G")
     assert field["values"] == [True] and field["default"] is True, field
+
+
+def test_more_jobs_than_cores_are_capped_and_said(tmp_path, run_taot):
+    """-j above the core count starts no more compile processes than cores (each is one core's work
+    and about 120 MB), and says so."""
+    import os
+    cores = os.cpu_count() or 1
+    blocks = [2 ** (5 + i) for i in range(cores + 1)]  # one more job than cores
+    spec = write_spec(tmp_path, extra_arg="").read_text().replace("BLOCK = { constexpr = [128] }",
+                                                                  f"BLOCK = {{ constexpr = {blocks} }}")
+    spec = spec.replace('num_warps = [4]', 'num_warps = [4]\n\n[kernel.default]\nBLOCK = 32')
+    (tmp_path / "scale.toml").write_text(spec)
+    result = run_taot("compile", tmp_path / "scale.toml", "-o", tmp_path / "out", "-j", str(cores * 8))
+    assert result.returncode == 0, result.stderr
+    assert f"-j {cores * 8}: this machine has {cores} cores; compiling with {cores} processes" in result.stderr

@@ -99,7 +99,7 @@ def build(library, outdir, workers=None, progress=None, notice=None, ir=DEFAULT_
         stale, fresh = _split_stale(planned, outdir, notice)
         manifest_path = outdir / "manifest.json"
         try:
-            failures = run_jobs(stale, workers or os.cpu_count() or 1, progress)
+            failures = run_jobs(stale, _worker_count(workers, len(stale), notice), progress)
             if failures:
                 manifest_path.unlink(missing_ok=True)
                 raise CompileError([(outcome.variant_id, outcome.target, outcome.error) for outcome in failures])
@@ -137,6 +137,15 @@ def _split_stale(planned, outdir, notice):
             others = f" and {len(jobs) - 1} other folders" if len(jobs) > 1 else ""
             notice(f"{where}{others}: {reason}; recompiling")
     return stale, fresh
+
+
+def _worker_count(asked, jobs, notice):
+    """Compile processes to start: -j N (0 or None: every core), but no more than the cores (each
+    compile is one core's work and a worker holds about 120 MB) nor the jobs; a capped -j is said."""
+    cores = os.cpu_count() or 1
+    if asked and asked > cores and jobs > cores and notice is not None:
+        notice(f"-j {asked}: this machine has {cores} cores; compiling with {cores} processes")
+    return min(asked or cores, cores)
 
 
 def run_jobs(pending, workers, progress=None):
