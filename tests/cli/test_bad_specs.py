@@ -277,3 +277,12 @@ def test_more_jobs_than_cores_are_capped_and_said(tmp_path, run_taot):
     result = run_taot("compile", tmp_path / "scale.toml", "-o", tmp_path / "out", "-j", str(cores * 8))
     assert result.returncode == 0, result.stderr
     assert f"-j {cores * 8}: this machine has {cores} cores; compiling with {cores} processes" in result.stderr
+
+
+def test_an_unknown_target_on_the_command_line_is_a_usage_error(tmp_path, run_taot):
+    """--target sm_75 is a bad command line (exit 2), as in taot passes, listing the targets."""
+    write_spec(tmp_path)
+    for command in ("build", "compile"):
+        result = run_taot(command, tmp_path / "scale.toml", "--target", "sm_75", "-o", tmp_path / "out")
+        assert result.returncode == 2, result.stderr
+        assert "--target sm_75: expected one of sm_80," in result.stderr

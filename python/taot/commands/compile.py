@@ -75,6 +75,10 @@ def check(parser, arguments):
     """Usage errors the parser cannot see alone (exit 2)."""
     if arguments.targets:
         arguments.targets = [name for value in arguments.targets for name in value.split(",") if name]
+        from ..spec.targets import accepted_target_names, parse_target
+        for name in arguments.targets:
+            if parse_target(name) is None:  # a usage error, as in taot passes --target
+                parser.error(f"--target {name}: expected one of {', '.join(accepted_target_names())}")
 
 
 def run(arguments, library=None):
