@@ -9,6 +9,7 @@
 # run() raises TaotError (or OSError) for errors the user can fix; main() prints them. Exit codes:
 # 0 success, 1 an error, 2 a usage error (argparse), 130 interrupted.
 import argparse
+import errno
 import importlib
 import os
 import signal
@@ -56,11 +57,15 @@ _EXPECTED = {
 }
 
 
-def describe_os_error(error):
-    """An OSError as one line naming the path(s) and what was wrong, without errno numbers."""
+def describe_os_error(error, output=None):
+    """An OSError as one line naming the path(s) and what was wrong, without errno numbers. A write
+    that failed without naming its file (a full disk while writing an open file) names the command's
+    output folder `output` when it has one."""
     paths = " -> ".join(str(name) for name in (error.filename, error.filename2) if name)
     what = next((text for kind, text in _EXPECTED.items() if isinstance(error, kind)), None)
     what = what or error.strerror or str(error)
+    if not paths and output is not None and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG):
+        return f"{output}: {what} (while writing there; free space and run the command again: what is done is kept)"
     return f"{paths}: {what}" if paths else what
 
 
@@ -96,7 +101,7 @@ def main(argv=None):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
         return 0
     except OSError as error:  # a path that cannot be read or written: name it
-        print(f"error: {describe_os_error(error)}", file=sys.stderr)
+        print(f"error: {describe_os_error(error, getattr(arguments, 'output', None))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as interrupt:  # the command says how far it got, when it can
         print(f"interrupted: {interrupt}" if str(interrupt) else "interrupted", file=sys.stderr)
