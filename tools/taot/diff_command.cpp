@@ -120,7 +120,12 @@ Runner declare_diff(CLI::App& command) {
                      "Two stage files (.ttir/.ttgir/.llir/.ptx, plain or .gz, or .cubin); or LIB:VARIANT twice; or LIB "
                      "VARIANT_A VARIANT_B (LIB: a library folder or manifest.json; VARIANT: an id, or _-separated parts of one such as BS256_w4)")
       ->required()
-      ->expected(2, 3);
+      ->expected(2, 3)
+      ->type_name("");
+  command.footer("Forms:\n"
+                 "  taot diff LIB VARIANT_A VARIANT_B      two variants of a library (folder or manifest.json)\n"
+                 "  taot diff LIB:VARIANT_A LIB:VARIANT_B  the same, or variants of two libraries\n"
+                 "  taot diff FILE_A FILE_B                two .ttir/.ttgir/.llir/.ptx files (plain or .gz), or two .cubin");
   command.add_option("-t,--target", options->target, "The target whose images to compare (default: the first variant's first)");
   command.add_option("-s,--stage", options->stage,
                      "Also diff this stage line by line and count its ops: ttir, ttgir, llir, ptx or sass "
