@@ -170,9 +170,15 @@ def _regenerate(outdir, arguments, say):
     from ..library import overrides
     from .build import run_gen
     library = overrides.load_manifest(outdir)["library"]
+    python = (outdir / f"{library}_python.cpp").exists()
     say(f"taot gen {outdir / overrides.MANIFEST} -> {outdir}")
-    return run_gen(outdir / overrides.MANIFEST, outdir, python=(outdir / f"{library}_python.cpp").exists(),
-                   quiet=arguments.quiet or arguments.json, tuning=arguments.tuning)
+    try:
+        return run_gen(outdir / overrides.MANIFEST, outdir, python=python, quiet=arguments.quiet or arguments.json,
+                       tuning=arguments.tuning)
+    except KeyboardInterrupt:  # the manifest is written; the sources are not all regenerated from it
+        command = f"taot gen {outdir / overrides.MANIFEST} -o {outdir}" + (" --python" if python else "")
+        raise KeyboardInterrupt(f"{overrides.MANIFEST} has the change, the generated sources may not: run "
+                                f"{command}") from None
 
 
 # ---- a JIT program's Triton ----
