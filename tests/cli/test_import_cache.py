@@ -353,6 +353,48 @@ def test_a_cache_the_jit_wrote_is_imported_exactly_and_compiles_back(tmp_path, r
     assert library_cubins(tmp_path / "fresh") == library_cubins(out)
 
 
+ROWS_KERNEL = KERNELS + '''
+
+@triton.heuristics(values={"HAS_BIAS": lambda args: args["bias_ptr"] is not None})
+@triton.jit
+def rows(x_ptr, bias_ptr, out_ptr, stride_row, stride_col, n_cols, eps, offset, SCALE: tl.constexpr,
+         HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr, ACT: tl.constexpr = "none"):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_row + cols * stride_col + offset * 0, mask=mask)
+    if HAS_BIAS:
+        x += tl.load(bias_ptr + cols, mask=mask)
+    if SCALE:
+        x = x * eps
+    if ACT == "relu":
+        x = tl.maximum(x, 0)
+    tl.store(out_ptr + row * stride_row + cols * stride_col, x, mask=mask)
+'''
+
+
+def test_a_row_kernel_as_projects_call_it_is_imported_exactly(tmp_path, run_taot):
+    """A heuristic on a pointer passed as None, a unit stride (compiled as the constant 1), an int that
+    is 2**40 on one call, 7 on another and 1 on a third (i64, i32 and the constant 1), a bool and a
+    string constexpr: each entry is imported exactly (an int compiled as 1 under several types gave two
+    variants of one entry, and the kernel fell to the IR alone)."""
+    aligned = {"pointer": "fp32", "aligned": True}
+    calls = [{"kernel": "rows", "args": [aligned, bias, aligned, stride * n_cols, stride, n_cols, 1e-5, offset, scale],
+              "kwargs": {"BLOCK": block, "ACT": act}}
+             for n_cols, stride, bias, offset, act, scale, block in (
+                 (1000, 1, None, 2 ** 40, "none", True, 1024), (4096, 1, aligned, 7, "relu", False, 4096),
+                 (33, 48, None, 1, "none", False, 64))]
+    cache = make_jit_cache(tmp_path / "jit", calls, ROWS_KERNEL)
+    out = tmp_path / "lib"
+    result = run_taot("import-cache", cache, "-o", out, "--grid", "1")
+    assert result.returncode == 0, result.stderr
+    assert "rows: 3 variants for sm_90 from 3 cache entries, imported exactly" in result.stderr
+    assert library_cubins(out) == cache_cubins(cache)
+    fresh = run_taot("compile", out / "lib.toml", "-o", tmp_path / "fresh")
+    assert fresh.returncode == 0, fresh.stderr
+    assert library_cubins(tmp_path / "fresh") == library_cubins(out)
+
+
 @pytest.mark.parametrize("damage", ["truncated", "not_elf"])
 def test_a_damaged_cubin_is_named_and_nothing_is_written(cache, tmp_path, run_taot, damage):
     """A cubin cut short (or not a CUDA ELF at all) is no compiled kernel: an error naming the entry,

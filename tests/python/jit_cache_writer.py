@@ -59,6 +59,18 @@ def constant(value):
     return [type(value).__name__, str(value)]
 
 
+def warm(function, args, kwargs):
+    """`function.warmup(...)`; a Heuristics object of a Triton without its own warmup (3.5) computes
+    its values as its run() does and warms up what it wraps."""
+    if hasattr(function, "warmup"):
+        function.warmup(*args, grid=(1,), **kwargs)
+        return
+    named = {**dict(zip(function.arg_names, args)), **kwargs}
+    for name, value in function.values.items():
+        kwargs[name] = named[name] = value(named)
+    warm(function.fn, args, kwargs)
+
+
 def main(kernels_dir, calls_path, record_path):
     sys.path.insert(0, kernels_dir)
     import kernels
@@ -76,9 +88,8 @@ def main(kernels_dir, calls_path, record_path):
     triton.compiler.compile = recording_compile  # the JIT picks it up when it makes its binder
     driver.set_active(StandInDriver())
     for call in json.loads(open(calls_path).read()):
-        function = getattr(kernels, call["kernel"])
-        function.warmup(*[argument(value) for value in call["args"]], grid=(1,),
-                        **{name: argument(value) for name, value in call.get("kwargs", {}).items()})
+        warm(getattr(kernels, call["kernel"]), [argument(value) for value in call["args"]],
+             {name: argument(value) for name, value in call.get("kwargs", {}).items()})
     with open(record_path, "w") as record:
         json.dump(compiled, record, indent=1)
 

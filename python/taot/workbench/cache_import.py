@@ -402,7 +402,7 @@ def _where(described, options, points, entries, targets):
     varying = _varying(points)
     clauses = []
     for point, found in keys.values():
-        terms = _terms(point, varying)
+        terms = _terms(point, varying, described)
         if not everywhere:
             names = sorted(found, key=lambda text: int(text[3:]))
             terms.append(f"target == '{names[0]}'" if len(names) == 1 else f"target in {names}")
@@ -457,8 +457,10 @@ def _varying(points):
     return varying
 
 
-def _terms(point, varying):
-    """The conditions that hold for this point alone, over what varies: `x_ptr.align == 16`, ..."""
+def _terms(point, varying, described):
+    """The conditions that hold for this point alone, over what varies: `x_ptr.align == 16`, ... An
+    int compiled as the constant 1 has no type of its own, but the spec has a variant of it per type
+    it lists: the first is kept (they compile the same kernel)."""
     attributes = {"pointer": {1: "dtype", 2: "align"}, "int": {1: "type", 2: "hint"}, "float": {1: "type"},
                   "bool": {}}
     terms = []
@@ -468,6 +470,9 @@ def _terms(point, varying):
         for position, attribute in attributes[value[0]].items():
             if (name, position) in varying and value[position] is not None:
                 terms.append(f"{name}.{attribute} == {_literal(value[position])}")
+        if value[0] == "int" and value[1] is None and (name, 1) in varying:
+            types = _as_list(described[name]["type"])
+            terms.append(f"{name}.type == {_literal(types[0])}")
     for name, value in point["config"].items():
         if (None, name) in varying:
             terms.append(f"{name} == {_literal(value['dtype'] if isinstance(value, dict) else value)}")
