@@ -370,6 +370,15 @@ def rows(x_ptr, bias_ptr, out_ptr, stride_row, stride_col, n_cols, eps, offset, 
     if ACT == "relu":
         x = tl.maximum(x, 0)
     tl.store(out_ptr + row * stride_row + cols * stride_col, x, mask=mask)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=8,
+                                                                                   num_stages=2)],
+                 key=["n"])
+@triton.jit
+def tuned(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) * 2, mask=offsets < n)
 '''
 
 
@@ -377,18 +386,22 @@ def test_a_row_kernel_as_projects_call_it_is_imported_exactly(tmp_path, run_taot
     """A heuristic on a pointer passed as None, a unit stride (compiled as the constant 1), an int that
     is 2**40 on one call, 7 on another and 1 on a third (i64, i32 and the constant 1), a bool and a
     string constexpr: each entry is imported exactly (an int compiled as 1 under several types gave two
-    variants of one entry, and the kernel fell to the IR alone)."""
+    variants of one entry, and the kernel fell to the IR alone); and an autotuned kernel, whose every
+    config the JIT compiled at a first call of each key value."""
     aligned = {"pointer": "fp32", "aligned": True}
     calls = [{"kernel": "rows", "args": [aligned, bias, aligned, stride * n_cols, stride, n_cols, 1e-5, offset, scale],
               "kwargs": {"BLOCK": block, "ACT": act}}
              for n_cols, stride, bias, offset, act, scale, block in (
                  (1000, 1, None, 2 ** 40, "none", True, 1024), (4096, 1, aligned, 7, "relu", False, 4096),
                  (33, 48, None, 1, "none", False, 64))]
+    # an autotuned kernel's warmup compiles every config, as its first call's tuning does
+    calls += [{"kernel": "tuned", "args": [aligned, aligned, n]} for n in (1000, 4096)]
     cache = make_jit_cache(tmp_path / "jit", calls, ROWS_KERNEL)
     out = tmp_path / "lib"
-    result = run_taot("import-cache", cache, "-o", out, "--grid", "1")
+    result = run_taot("import-cache", cache, "-o", out, "--grid", "rows=1", "--grid", "tuned=cdiv(n, BLOCK)")
     assert result.returncode == 0, result.stderr
     assert "rows: 3 variants for sm_90 from 3 cache entries, imported exactly" in result.stderr
+    assert "tuned: 4 variants for sm_90 from 4 cache entries, imported exactly" in result.stderr
     assert library_cubins(out) == cache_cubins(cache)
     fresh = run_taot("compile", out / "lib.toml", "-o", tmp_path / "fresh")
     assert fresh.returncode == 0, fresh.stderr
