@@ -128,7 +128,11 @@ def direct_compile(function, inputs):
     constexprs = {(function.arg_names.index(name),): value for name, value in inputs["constexprs"].items()}
     attrs = {(int(index),): value for index, value in inputs["attrs"].items()}
     source = GluonASTSource(function, signature, constexprs, attrs)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(inputs["options"]))
+    # A fresh cache: Triton's key leaves out the source's file name, which the cubin's line info keeps,
+    # so a kernel cached from another checkout would come back with that checkout's path.
+    from taot.triton_api.compiler import private_cache
+    with private_cache():
+        return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(inputs["options"]))
 
 
 def test_cubins_equal_a_direct_triton_compile(built):
