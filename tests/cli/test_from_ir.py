@@ -311,7 +311,7 @@ def test_a_kernel_with_other_parameters_is_refused_and_the_library_left_alone(pr
     done = from_ir(run_taot, "extra.ttgir", "--variant", vid, "-o", "lib", cwd=project)
     assert done.returncode == 1
     assert f"extra.ttgir does not fit variant {vid} for sm_90 (Triton parameter types): its function takes " \
-           "scale_kernel(i32, *f32, *f32, i32), expected scale_kernel(*f32, *f32, i32)" in done.stderr
+           "scale_kernel(i32, *f32, *f32, i32), expected scale_kernel(*f32 x_ptr, *f32 out_ptr, i32 n)" in done.stderr
 
     ptx = compiled_stage(lib, vid, "ptx")
     line = next(line for line in ptx.splitlines(keepends=True) if "scale_kernel_param_3," in line)

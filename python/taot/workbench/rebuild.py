@@ -358,9 +358,10 @@ def check_signature(rebuilt, reference):
     if rebuilt.mlir_signature is not None:
         expected = _reference_mlir_signature(reference)
         if expected is not None and rebuilt.mlir_signature[1] != expected[1]:
+            # a tt.func's parameters are the kernel's own: the two scratch pointers come later (LLVM IR on)
             _mismatch(rebuilt, reference, "its function takes",
-                      _call(rebuilt.mlir_signature[0], rebuilt.mlir_signature[1]), _call(*expected),
-                      "Triton parameter types")
+                      _call(rebuilt.mlir_signature[0], rebuilt.mlir_signature[1]),
+                      _call(*expected, reference.parameter_names[:len(expected[1])]), "Triton parameter types")
         _check_divisibility(rebuilt, reference)
     if "ptx" in rebuilt.stages and "ptx" in reference.stages:
         got = _ptx_entry(rebuilt.path, rebuilt.stages["ptx"])[1]
