@@ -197,3 +197,19 @@ def test_target_override_leaves_out_per_target_options_of_targets_not_built(proj
     with pytest.raises(SpecError) as caught:
         load_spec(project.root / "spec.toml", target_override=["sm_90"])
     assert "options.num_stages.sm_08: expected a target of this kernel: sm_90" in str(caught.value)
+
+
+def test_enumeration_reports_its_progress(tmp_path, monkeypatch):
+    """A large spec's enumeration calls progress(kernel, count, seconds) every PROGRESS_EVERY variants
+    (taot compile prints it), both while walking the product and while making the variants."""
+    from taot.spec import variants as variants_module
+    monkeypatch.setattr(variants_module, "PROGRESS_EVERY", 4)
+    (tmp_path / "k.py").write_text("import triton\nimport triton.language as tl\n\n@triton.jit\n"
+                                   "def k(x, n, B: tl.constexpr):\n    pass\n")
+    (tmp_path / "spec.toml").write_text('[library]\nname = "lib"\ntargets = ["sm_90"]\n\n[[kernel]]\nname = "k"\n'
+                                        'source = "k.py"\ngrid = [1]\nargs = { x = "*fp32", n = "i32", '
+                                        'B = { constexpr = [1, 2, 4, 8, 16, 32, 64, 128] } }\ndefault = { B = 1 }\n')
+    seen = []
+    library = load_spec(tmp_path / "spec.toml", progress=lambda kernel, count, seconds: seen.append((kernel, count)))
+    assert len(library.variants["k"]) == 8
+    assert seen == [("k", 4), ("k", 8), ("k", 4), ("k", 8)]

@@ -96,8 +96,14 @@ def run(arguments, library=None):
 def load(arguments):
     """The spec, validated and enumerated; prints each kernel's variant count unless quiet."""
     from ..spec.validate import load_spec
+    quiet = arguments.quiet or arguments.json
+
+    def progress(kernel, count, seconds):  # a large spec's enumeration is not silent
+        print(f"{kernel}: {count:,} variants so far ({seconds:.0f} s)", file=sys.stderr, flush=True)
+
     library = load_spec(Path(arguments.spec), label=arguments.spec, target_override=arguments.targets,
-                        max_variants=arguments.max_variants, debug=getattr(arguments, "debug", False))
+                        max_variants=arguments.max_variants, debug=getattr(arguments, "debug", False),
+                        progress=None if quiet else progress)
     binary = os.environ.get("TAOT_BIN")  # the C++ taot sets it to itself when it runs the front end
     if binary and not arguments.list:
         from ..library.plan import check_plan

@@ -76,15 +76,16 @@ TARGET_NAMES = ("target", "arch")
 DEFAULT_MAX_VARIANTS = 10000
 
 
-def load_spec(path, label=None, target_override=None, max_variants=DEFAULT_MAX_VARIANTS, debug=False):
+def load_spec(path, label=None, target_override=None, max_variants=DEFAULT_MAX_VARIANTS, debug=False,
+              progress=None):
     """Read, validate and enumerate the spec at `path`; raises SpecError naming file, key, expectation
     (variants.TooManyVariants when the spec makes more than `max_variants`). `debug`: every kernel
-    as if its spec said `debug = true` (`taot build --debug`)."""
+    as if its spec said `debug = true` (`taot build --debug`). `progress`: as enumerate_variants takes it."""
     label = label or str(path)
     raw = read_spec_file(path, label)
     if debug:
         raw = force_debug(raw)
-    return validate_spec(raw, Path(path).resolve(), label, target_override, max_variants)
+    return validate_spec(raw, Path(path).resolve(), label, target_override, max_variants, progress)
 
 
 def force_debug(raw):
@@ -109,7 +110,7 @@ def force_debug(raw):
     return dict(raw, kernel=forced)
 
 
-def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_MAX_VARIANTS):
+def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_MAX_VARIANTS, progress=None):
     root = Node(label, "", raw).table("a table with [library] and [[kernel]]", ROOT_KEYS, required=ROOT_KEYS)
     library = root.key("library").table("a [library] table", LIBRARY_KEYS, required=("name",) + (
         () if target_override else ("targets",)))
@@ -135,7 +136,7 @@ def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_M
     enumerated, summaries = {}, {}
     for index, kernel in enumerate(kernels):
         budget = max_variants - sum(len(found) for found in enumerated.values())
-        result = variants.enumerate_variants(kernel, label, budget, max_variants)
+        result = variants.enumerate_variants(kernel, label, budget, max_variants, progress)
         kernels[index] = result.kernel
         enumerated[kernel.name] = result.variants
         summaries[kernel.name] = result.summary

@@ -91,11 +91,16 @@ class Dimension:
         return self.allowed[target_name]
 
 
-def enumerate_variants(kernel, label, budget, max_variants):
+PROGRESS_EVERY = 100_000  # points between two calls of enumerate_variants' progress
+
+
+def enumerate_variants(kernel, label, budget, max_variants, progress=None):
     """Every variant of `kernel` that passes its filters on some target, in a stable order.
     SpecError when the filters remove every variant or the default config is among the removed;
-    TooManyVariants (fast, counting only) when there are more than `budget`."""
+    TooManyVariants (fast, counting only) when there are more than `budget`. `progress(kernel name,
+    points so far, seconds)` is called every PROGRESS_EVERY points found and variants made."""
     start = time.perf_counter()
+    report = progress or (lambda *args: None)
     dimensions = _dimensions(kernel)
     position = {dimension.key: index for index, dimension in enumerate(dimensions)}
     found = {}
@@ -104,6 +109,8 @@ def enumerate_variants(kernel, label, budget, max_variants):
         for key in walk.points(budget, lambda: _too_many(kernel, label, dimensions, walk, budget, max_variants,
                                                           start)):
             found.setdefault(key, []).append(target.name)
+            if len(found) % PROGRESS_EVERY == 0:
+                report(kernel.name, len(found), time.perf_counter() - start)
         if len(found) > budget:
             raise _too_many(kernel, label, dimensions, None, budget, max_variants, start, at_least=len(found))
     combinations = _combinations(dimensions, kernel.targets)
@@ -115,7 +122,9 @@ def enumerate_variants(kernel, label, budget, max_variants):
     kernel = _derive_defaults(kernel, label, dimensions, position, points)
     abbreviations = _abbreviations(kernel.config)
     variants = []
-    for values, targets in points:
+    for made, (values, targets) in enumerate(points, start=1):
+        if made % PROGRESS_EVERY == 0:
+            report(kernel.name, made, time.perf_counter() - start)
         bindings, config = _resolve(kernel, position, values)
         variant_id = _variant_id(kernel, bindings, config, abbreviations)
         grid = _fold_grid(kernel, label, bindings, config, variant_id)
