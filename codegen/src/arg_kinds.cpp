@@ -173,12 +173,16 @@ std::string describe_scalar(const Arg& arg) {
   if (arg.none) text += " or None (None: selects the variants compiled with " + arg.name + " None)";
   return text + " (taot::Scalar: the form selects the variants)";
 }
-// taot::arg(value, float type): a float value is stored as the argument's float type.
+// taot::arg(value, float type, takes ints): a float value is stored as the argument's float type, an
+// int as that float when the argument takes no int.
 std::string scalar_arg_expression(const Arg& arg, const std::string& value) {
   std::string float_type = "TAOT_DTYPE_UNKNOWN";
-  for (DType type : arg.types)
+  bool takes_ints = false;
+  for (DType type : arg.types) {
     if (is_float(type)) float_type = type == DType::fp32 ? "TAOT_DTYPE_FP32" : "TAOT_DTYPE_FP64";
-  return fmt::format("taot::arg({}, {})", value, float_type);
+    else takes_ints = true;
+  }
+  return fmt::format("taot::arg({}, {}, {})", value, float_type, takes_ints ? "true" : "false");
 }
 
 // constexpr: compiled in, not a call argument ---------------------------------------------------

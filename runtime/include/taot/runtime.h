@@ -202,21 +202,34 @@ inline taot_arg arg(bool flag) noexcept {
   value.integer = flag ? 1 : 0;
   return value;
 }
-// A "scalar" argument whose float form is `float_type` (TAOT_DTYPE_FP32 or TAOT_DTYPE_FP64): a
-// float is stored as that type, so that the value reads in place as the kernel parameter.
-inline taot_arg arg(taot_scalar scalar, taot_dtype float_type) noexcept {
+// A "scalar" argument whose float form is `float_type` (TAOT_DTYPE_FP32 or TAOT_DTYPE_FP64;
+// TAOT_DTYPE_UNKNOWN: it takes no float) and which takes ints when `takes_ints`: a float is stored as
+// the float type, so that the value reads in place as the kernel parameter; an int for an argument
+// that takes only floats is that float (as the Python binding takes it); a float for one that takes
+// none keeps its form, which no variant accepts (the launch names the argument).
+inline taot_arg arg(taot_scalar scalar, taot_dtype float_type, bool takes_ints = true) noexcept {
   taot_arg value{};
   value.dtype = scalar.dtype;
+  if (scalar.dtype == TAOT_DTYPE_I64 && !takes_ints && float_type != TAOT_DTYPE_UNKNOWN) {
+    scalar.dtype = TAOT_DTYPE_FP64;
+    scalar.real = static_cast<double>(scalar.integer);
+  }
   if (scalar.dtype == TAOT_DTYPE_I64) {
     value.integer = scalar.integer;
-  } else if (scalar.dtype == TAOT_DTYPE_FP64 || scalar.dtype == TAOT_DTYPE_FP32) {
+  } else if ((scalar.dtype == TAOT_DTYPE_FP64 || scalar.dtype == TAOT_DTYPE_FP32) && float_type != TAOT_DTYPE_UNKNOWN) {
     value.dtype = float_type;
     if (float_type == TAOT_DTYPE_FP32) value.real32 = static_cast<float>(scalar.real);
     else value.real64 = scalar.real;
+  } else if (scalar.dtype == TAOT_DTYPE_FP64) {
+    value.real64 = scalar.real;
+  } else if (scalar.dtype == TAOT_DTYPE_FP32) {
+    value.real32 = static_cast<float>(scalar.real);
   }
   return value;
 }
-inline taot_arg arg(const Scalar& scalar, taot_dtype float_type) noexcept { return arg(scalar.c_value(), float_type); }
+inline taot_arg arg(const Scalar& scalar, taot_dtype float_type, bool takes_ints = true) noexcept {
+  return arg(scalar.c_value(), float_type, takes_ints);
+}
 
 // One field of an exact config request: unset fields prefer the default config's value.
 struct FieldRequest {

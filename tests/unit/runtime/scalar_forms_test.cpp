@@ -149,6 +149,11 @@ TEST_F(ScalarFormsTest, TheCTypedFormConvertsAsTheCppOne) {
   EXPECT_EQ(arg(real, TAOT_DTYPE_FP32).dtype, TAOT_DTYPE_FP32);
   EXPECT_EQ(arg(real, TAOT_DTYPE_FP64).real64, 1.5);
   EXPECT_EQ(arg(Scalar(std::nullopt), TAOT_DTYPE_FP64).dtype, TAOT_DTYPE_UNKNOWN);
+  // A float for an argument that takes none keeps its form (no variant takes it): never None.
+  EXPECT_EQ(arg(real, TAOT_DTYPE_UNKNOWN).dtype, TAOT_DTYPE_FP64);
+  // An int for an argument that takes only floats is that float, as the Python binding takes it.
+  EXPECT_EQ(arg(integer, TAOT_DTYPE_FP32, false).dtype, TAOT_DTYPE_FP32);
+  EXPECT_EQ(arg(integer, TAOT_DTYPE_FP32, false).real32, -5.0f);
 }
 
 TEST_F(ScalarFormsTest, AFormNoVariantTakesIsRefusedNamingTheArgument) {
