@@ -218,11 +218,12 @@ def _run_in_pool(pending, workers, progress):
     with tempfile.TemporaryDirectory(prefix="taot-build-", ignore_cleanup_errors=True) as scratch, \
             ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                 initargs=(scratch,)) as pool:
-        with children_ignore_ctrl_c():  # the workers start in the first submits
-            jobs_of = {pool.submit(job_module.run_job, job): job for job in pending}
-        waiting = set(jobs_of)
-        done = 0
+        jobs_of, done = {}, 0
         try:
+            with children_ignore_ctrl_c():  # the workers start in the first submits
+                for job in pending:
+                    jobs_of[pool.submit(job_module.run_job, job)] = job
+            waiting = set(jobs_of)
             while waiting:
                 finished, waiting = wait(waiting, return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -257,10 +258,11 @@ def _outcome(future, job):
 
 
 def _init_worker(scratch):
-    """Workers leave Ctrl-C to the parent (they start with it ignored, and ptxas, which they start,
-    inherits that), which ends them, a job ended mid-write leaving its folder without a record, so
-    that it is compiled again next time; their temporary files go to `scratch`; Triton is imported
-    once per worker."""
+    """Workers leave Ctrl-C to the parent (they start with it blocked, and ignore it from here on, as
+    ptxas, which they start, does), which ends them, a job ended mid-write leaving its folder without a
+    record, so that it is compiled again next time; their temporary files go to `scratch`; Triton is
+    imported once per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     tempfile.tempdir = scratch
     from ..triton_api import compiler as _  # noqa: F401
 

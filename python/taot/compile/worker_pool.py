@@ -1,26 +1,22 @@
 # Worker processes and Ctrl-C: a terminal's Ctrl-C reaches the whole process group, so a child that
 # is still starting would die mid-start (Python prints "Fatal Python error: init_import_site" and a
 # traceback) or be left blocked where its parent waits for it. Children are therefore started with
-# SIGINT ignored, and the parent, which alone takes Ctrl-C, ends them.
+# SIGINT blocked (a process's signal mask survives fork and exec; Python never unblocks it), and the
+# parent, which alone takes Ctrl-C, ends them.
 import contextlib
 import signal
-import threading
 
 
 @contextlib.contextmanager
 def children_ignore_ctrl_c():
-    """While held, processes this one starts (spawn: fork and exec) inherit SIGINT ignored, and
-    Python keeps it ignored in them; the parent's own handling is restored on exit. (A Ctrl-C in
-    that short window is ignored by the parent too.) Only the main thread can change it: elsewhere
-    this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """While held, this thread blocks SIGINT, so that the processes it starts (spawn: fork and exec)
+    start with it blocked and never see a Ctrl-C; on exit the thread's mask is restored and a Ctrl-C
+    that came meanwhile is delivered then (a KeyboardInterrupt where the block ends), not lost."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def end_workers(pool):

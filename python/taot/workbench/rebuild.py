@@ -165,7 +165,8 @@ def rebuild(path, reference):
                            f"{triton_api.VERSION}: a rebuild must use the release that compiled it (set TAOT_PYTHON to "
                            f"a Python with Triton {built_by}), or build the library again with this one")
     stage, data = read_edited(path)
-    with tempfile.TemporaryDirectory(prefix="taot-from-ir-") as scratch:
+    # (ignore_cleanup_errors: a ptxas the ended child started may still write there after a Ctrl-C)
+    with tempfile.TemporaryDirectory(prefix="taot-from-ir-", ignore_cleanup_errors=True) as scratch:
         log = Path(scratch) / "output.log"
         pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
         try:
