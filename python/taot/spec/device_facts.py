@@ -201,10 +201,13 @@ def _user_line():
 
 
 def _modules_on_stack():
+    """The modules whose code is on the stack at a query, taot's, torch's, triton's and importlib's
+    left out: a framework first imported inside the block must never count as device-dependent (it
+    would be dropped and imported again for the next target)."""
     names, frame = set(), sys._getframe(2)
     while frame is not None:
         name = frame.f_globals.get("__name__")
-        if name:
+        if name and not _skipped(frame.f_code.co_filename):
             names.add(name)
         frame = frame.f_back
     return names

@@ -127,6 +127,9 @@ def import_cache(entries, outdir, library_name, grids, ir=DEFAULT_MODE, cache_la
                 if placement.job is not None and swap_record(placement.entry) is not None:
                     _place_swapped(placement, kernel.kernel.function, outdir, say)
                 else:
+                    if swap_record(placement.entry) is not None:  # from the IR alone: no spec compiles it
+                        notes.append(f"{placement.entry.label} was swapped by taot from-ir: its edited kernel is "
+                                     "what the library has for it, imported from its IR")
                     _place(placement, kernel.kernel.function, library_name, ir)
         write_if_changed(spec_path, _spec_text(library, kernels, cache_label))
         hashes = {variant_id: value for kernel in kernels for variant_id, value in kernel.hashes.items()}
