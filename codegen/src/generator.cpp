@@ -449,6 +449,29 @@ class Renderer {
     }
     const bool has_tuned = !tuned.empty();
     const std::size_t tuned_count = tuned.size();
+    // What first-call autotuning reads: the fields timed and the buffers restored, as indexes.
+    const auto index_list = [](const std::vector<std::size_t>& indexes) {
+      std::vector<std::string> values;
+      for (std::size_t index : indexes) values.push_back(number(index));
+      return values;
+    };
+    mstch::map autotune;
+    if (kernel.autotune) {
+      const Autotune& tune = *kernel.autotune;
+      autotune = mstch::map{
+          {"at_first_call", std::string(tune.at_first_call ? "true" : "false")},
+          {"fields", value_list(index_list(tune.fields))},
+          {"field_count", number(tune.fields.size())},
+          {"has_reset", !tune.reset_to_zero.empty()},
+          {"reset", value_list(index_list(tune.reset_to_zero))},
+          {"reset_ref", std::string(tune.reset_to_zero.empty() ? "nullptr" : "autotune_reset")},
+          {"reset_count", number(tune.reset_to_zero.size())},
+          {"has_restore", !tune.restore_value.empty()},
+          {"restore", value_list(index_list(tune.restore_value))},
+          {"restore_ref", std::string(tune.restore_value.empty() ? "nullptr" : "autotune_restore")},
+          {"restore_count", number(tune.restore_value.size())},
+      };
+    }
 
     return mstch::map{
         {"name", kernel.name},
@@ -470,6 +493,9 @@ class Renderer {
         {"tuned", as_list(std::move(tuned))},
         {"tuned_ref", std::string(has_tuned ? "tuned" : "nullptr")},
         {"tuned_count", number(tuned_count)},
+        {"has_autotune", kernel.autotune.has_value()},
+        {"autotune", autotune},
+        {"autotune_ref", std::string(kernel.autotune ? "&autotune" : "nullptr")},
         {"name_literal", c_string_literal(kernel.name)},
         {"function", comment_text(kernel.function)},
         {"source", comment_text(kernel.source)},

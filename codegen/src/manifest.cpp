@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 #include <unordered_map>
 
 #include "arg_kinds.h"
@@ -264,6 +265,8 @@ class ManifestParser {
         if (!reader_.failed()) kernel.tuning.push_back(manifest_.directory / file);
       }
     }
+    if (object != nullptr && object->contains("autotune"))
+      read_autotune(kernel, reader_.get_object(object, "autotune", path), child(path, "autotune"));
     if (object != nullptr && object->contains("heuristics"))
       read_heuristics(kernel, reader_.get_array(object, "heuristics", path, 0, kMaxU16), child(path, "heuristics"));
     if (object != nullptr && object->contains("requires"))
@@ -359,6 +362,63 @@ class ManifestParser {
       }
       kernel.tuning_key.push_back(name);
     }
+  }
+
+  // "autotune": {at_first_call, fields, reset_to_zero, restore_value}: config field names timed
+  // (distinct, at least one), and pointer call arguments restored around timed runs; the kernel
+  // needs a tuning key.
+  void read_autotune(Kernel& kernel, const json* object, const std::string& path) {
+    if (object == nullptr || reader_.failed()) return;
+    if (kernel.tuning_key.empty()) {
+      reader_.fail(path, "a kernel tuned at first call needs a \"tuning_key\"");
+      return;
+    }
+    Autotune autotune;
+    autotune.at_first_call = reader_.get_bool(object, "at_first_call", path);
+    const json* fields = reader_.get_array(object, "fields", path, 1, kMaxU16);
+    for (std::size_t i = 0; fields != nullptr && i < fields->size() && !reader_.failed(); ++i) {
+      const std::string name = reader_.string_value(&(*fields)[i], child(child(path, "fields"), i));
+      if (reader_.failed()) return;
+      const auto field = std::find_if(kernel.config.begin(), kernel.config.end(),
+                                      [&](const ConfigField& f) { return f.name == name; });
+      if (field == kernel.config.end()) {
+        reader_.fail(child(child(path, "fields"), i), fmt::format("\"{}\" is not a config field of the kernel", name));
+        return;
+      }
+      const auto index = static_cast<std::size_t>(field - kernel.config.begin());
+      if (std::find(autotune.fields.begin(), autotune.fields.end(), index) != autotune.fields.end()) {
+        reader_.fail(child(child(path, "fields"), i), fmt::format("\"{}\" is listed twice", name));
+        return;
+      }
+      autotune.fields.push_back(index);
+    }
+    std::sort(autotune.fields.begin(), autotune.fields.end());
+    const std::vector<std::size_t> call_args = kernel.call_arguments();
+    const std::pair<const char*, std::vector<std::size_t>*> buffers[] = {{"reset_to_zero", &autotune.reset_to_zero},
+                                                                         {"restore_value", &autotune.restore_value}};
+    for (const auto& [key, indexes_of_key] : buffers) {
+      std::vector<std::size_t>& indexes = *indexes_of_key;
+      if (!object->contains(key)) continue;
+      const json* names = reader_.get_array(object, key, path, 0, kMaxU16);
+      for (std::size_t i = 0; names != nullptr && i < names->size() && !reader_.failed(); ++i) {
+        const std::string at = child(child(path, key), i);
+        const std::string name = reader_.string_value(&(*names)[i], at);
+        if (reader_.failed()) return;
+        const auto index = call_argument_index(kernel, call_args, name, at);
+        if (!index) return;
+        if (kernel.args[call_args[*index]].kind != ArgKind::pointer) {
+          reader_.fail(at, fmt::format("\"{}\" is an argument of kind {}; the runtime restores the memory of pointers",
+                                       name, detail::arg_kind_rules(kernel.args[call_args[*index]].kind).manifest_name));
+          return;
+        }
+        if (std::find(indexes.begin(), indexes.end(), *index) != indexes.end()) {
+          reader_.fail(at, fmt::format("\"{}\" is listed twice", name));
+          return;
+        }
+        indexes.push_back(*index);
+      }
+    }
+    kernel.autotune = std::move(autotune);
   }
 
   // "heuristics": [{field, expression, program}], each field an int, bool or float config field.

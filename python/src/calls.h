@@ -694,8 +694,9 @@ struct KeywordArgs {
 };
 
 // What a call does once its arguments and keywords are read: launch, say which variant a
-// launch would use and which step chose it, or time launches.
-enum class CallMode { launch, choose, time };
+// launch would use and which step chose it, time launches, or tune the call's key ahead of time
+// (first-call autotuning's warmup) and say what a launch chooses then.
+enum class CallMode { launch, choose, time, warmup };
 
 // What time() returns: {"ms": [per launch, one per rep], "min", "p20", "median", "p80", "max",
 // "mean", "reps", "warmup_reps", "warmup_ms", "flush_bytes", "variant", "step"}.
@@ -728,6 +729,16 @@ inline PyObject* finish_call(KernelBinding& binding, CallArgs& call, const CallO
     Expected<Choice> choice = binding.kernel.choose(call.values(), table.arg_count, selection);
     if (!choice.ok()) raise(std::move(choice).take_status());
     return nb::make_tuple(choice->variant, step_name(choice->step)).release().ptr();
+  }
+  if (mode == CallMode::warmup) {
+    std::optional<Expected<Choice>> choice;
+    {
+      nb::gil_scoped_release unlocked;  // the arguments stay alive: the caller's frame holds them
+      choice.emplace(options.has_grid ? binding.kernel.warmup(stream, call.values(), table.arg_count, selection, options.grid)
+                                      : binding.kernel.warmup(stream, call.values(), table.arg_count, selection));
+    }
+    if (!choice->ok()) raise(std::move(*choice).take_status());
+    return nb::make_tuple((*choice)->variant, step_name((*choice)->step)).release().ptr();
   }
   if (mode == CallMode::time) {
     // The arguments stay alive meanwhile: the caller's frame holds every object they were read from.

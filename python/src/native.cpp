@@ -5,8 +5,11 @@
 // The call path itself is in arrays.h, calls.h, timing_call.h and objects.h.
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nanobind/stl/optional.h>
 
 #include "objects.h"
 #include "taot/python_module.h"
@@ -147,8 +150,8 @@ void register_torch_ops(LibraryBinding& library) {
 }
 
 // Adds the kernel object `<name>` to `module`: `<name>(*args, stream=None, variant=None, grid=None,
-// **config)` launches, and its methods bind(), choose(), time(), variants(), load_tuning() and
-// reset_tuning(); and `<name>_variants()`.
+// **config)` launches, and its methods bind(), choose(), time(), variants(), load_tuning(),
+// reset_tuning(), warmup(), set_autotune() and reset_autotune(); and `<name>_variants()`.
 void bind_kernel(nb::module_& module, LibraryBinding& library, Kernel& kernel) {
   static std::deque<std::string> strings;  // names handed to nanobind live as long as the process
   const char* name = kernel.table().name;
@@ -177,7 +180,8 @@ CUstream stream_or_current(nb::handle stream) {
 }
 
 // Adds the library-wide functions to `module`: `register_torch_ops()` (called now if the program
-// has imported torch), `reserve_scratch(bytes, stream=None)` and `release_scratch()`.
+// has imported torch), `reserve_scratch(bytes, stream=None)`, `release_scratch()`,
+// `set_autotune(on)` and `set_autotune_dir(path)`.
 void add_library_functions(nb::module_& module, LibraryBinding& library) {
   module.def("register_torch_ops", [&library]() { register_torch_ops(library); },
              "Registers the kernels as torch custom ops, torch.ops.<library>.<kernel> (imports torch).");
@@ -191,6 +195,16 @@ void add_library_functions(nb::module_& module, LibraryBinding& library) {
       "Makes the scratch buffer for launches on `stream` (default: torch's current stream, else the null "
       "stream) at least `bytes` long, for kernels needing global scratch launched while a CUDA graph "
       "captures that stream; the buffer serves every taot library of the process. Call it before capture.");
+  module.def(
+      "set_autotune",
+      [](std::optional<bool> on) { set_autotune(on); }, nb::arg("on").none(),
+      "First-call autotuning for every kernel of the process: True, False, or None for each kernel's default "
+      "(on for kernels whose configs came from @triton.autotune). Replaces $TAOT_AUTOTUNE.");
+  module.def(
+      "set_autotune_dir", [](const std::string& path) { set_autotune_dir(path); }, nb::arg("path"),
+      "The folder first-call autotuning's results persist in (<path>/<library>/<kernel>/<device>.json, "
+      "taot's tuned-table format), read when a kernel is first used; \"\" keeps them in memory. Replaces "
+      "$TAOT_AUTOTUNE_DIR; set it before the first launch.");
   module.def(
       "release_scratch",
       []() {

@@ -66,6 +66,32 @@ inline PyObject* kernel_choose(PyObject* self, PyObject* const* args, Py_ssize_t
   });
 }
 
+inline PyObject* kernel_warmup(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&] {
+    return kernel_call(binding_of(self), args, static_cast<std::size_t>(nargs), kwnames, CallMode::warmup);
+  });
+}
+
+inline PyObject* kernel_set_autotune(PyObject* self, PyObject* on) {
+  return guarded([&]() -> PyObject* {
+    if (on != Py_None && !PyBool_Check(on))
+      throw nb::type_error((binding_of(self).name + ".set_autotune(): takes True, False or None (the process's "
+                                                    "setting), got " + nb::type_name(nb::handle(on).type()).c_str())
+                               .c_str());
+    Status status = binding_of(self).kernel.set_autotune(on == Py_None ? std::nullopt : std::optional<bool>(on == Py_True));
+    if (!status.ok()) raise(std::move(status));
+    Py_RETURN_NONE;
+  });
+}
+
+inline PyObject* kernel_reset_autotune(PyObject* self, PyObject*) {
+  return guarded([&]() -> PyObject* {
+    Status status = binding_of(self).kernel.reset_autotune();
+    if (!status.ok()) raise(std::move(status));
+    Py_RETURN_NONE;
+  });
+}
+
 inline PyObject* kernel_time(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&] {
     KernelBinding& binding = binding_of(self);
@@ -246,8 +272,9 @@ inline PyTypeObject* kernel_type() {
         {"choose", as_method(kernel_choose), METH_FASTCALL | METH_KEYWORDS,
          "choose(*args, stream=None, variant=None, grid=None, **config)\n--\n\n"
          "(variant index, step) of the launch these arguments would make, without launching: the index "
-         "into variants(), and how the config was chosen: 'variant', 'config', 'table', 'heuristics' or "
-         "'default'."},
+         "into variants(), and how the config was chosen: 'variant', 'config', 'table', 'heuristics', "
+         "'default' or 'autotuned at first call' (a key not tuned yet says the step its launch would take "
+         "without tuning)."},
         {"time", as_method(kernel_time), METH_FASTCALL | METH_KEYWORDS, time_text.c_str()},
         {"variants", as_method(kernel_variants), METH_NOARGS,
          "variants()\n--\n\nThe compiled variants, as <kernel>_variants() lists them."},
@@ -257,6 +284,17 @@ inline PyTypeObject* kernel_type() {
          "same device; `device` overrides the GPU name the file gives."},
         {"reset_tuning", as_method(kernel_reset_tuning), METH_NOARGS,
          "reset_tuning()\n--\n\nDrops the tables load_tuning() loaded: the ones built into the library apply again."},
+        {"warmup", as_method(kernel_warmup), METH_FASTCALL | METH_KEYWORDS,
+         "warmup(*args, stream=None, grid=None, **config)\n--\n\n"
+         "First-call autotuning ahead of time (before a CUDA graph capture, say): times the configs for the "
+         "key of these arguments as their first launch would, on their memory, and returns (variant index, "
+         "step) of the launch they make now."},
+        {"set_autotune", as_method(kernel_set_autotune), METH_O,
+         "set_autotune(on)\n--\n\nFirst-call autotuning for this kernel: True, False, or None for the "
+         "process's setting (set_autotune() of the module, $TAOT_AUTOTUNE)."},
+        {"reset_autotune", as_method(kernel_reset_autotune), METH_NOARGS,
+         "reset_autotune()\n--\n\nForgets this kernel's first-call results in this process: each key is "
+         "tuned again at its next launch."},
         {nullptr, nullptr, 0, nullptr}};
     static PyGetSetDef attributes[] = {
         {"__doc__", [](PyObject* self, void*) { return text_object(binding_of(self).doc); }, nullptr, nullptr, nullptr},

@@ -92,7 +92,8 @@ const char* taot_step_name(taot_step step) {
     case TAOT_STEP_CONFIG:
     case TAOT_STEP_TABLE:
     case TAOT_STEP_HEURISTICS:
-    case TAOT_STEP_DEFAULT: return taot::step_name(static_cast<taot::Step>(step));
+    case TAOT_STEP_DEFAULT:
+    case TAOT_STEP_AUTOTUNED: return taot::step_name(static_cast<taot::Step>(step));
   }
   return "unknown";
 }

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "choose.h"
+
+#include "autotune.h"
 #include "config_fields.h"
 #include "rules.h"
 #include "tuning.h"
@@ -77,28 +79,22 @@ class RuleSteps {
         facts_(words_),
         candidates_(words_) {}
 
-  Expected<Choice> run(const Selection& selection, const DeviceFacts* device, const table::TunedTable* tuned) {
-    // The variants that accept the arguments (on this device).
-    if (!index_.accepting(args_, device, facts_.data()) || !any(facts_.data()))
-      return index_.explain_miss(args_, selection, device);
-
-    // The caller's fields are pinned: every step keeps them and fills only the others.
+  // `*untuned` is set when first-call autotuning applies to the call but its key was not tuned
+  // yet: the choice returned is the later steps' (for the caller to tune, or take as it is).
+  Expected<Choice> run(const Selection& selection, const DeviceFacts* device, const TuningInForce& tuning,
+                       bool* untuned) {
     std::size_t pinned_count = 0;
-    for (std::size_t f = 0; f < table_.field_count; ++f) pinned_[f] = table::kUnsetValue;
-    if (const FieldRequest* fields = selection.fields()) {
-      for (std::size_t f = 0; f < table_.field_count; ++f) {
-        if (!fields[f].set) continue;
-        const int value = index_.value_index(f, fields[f]);
-        if (value < 0) return index_.explain_miss(args_, selection, device);
-        pinned_[f] = static_cast<std::uint16_t>(value);
-        ++pinned_count;
-      }
-    }
+    if (Status status = start(selection, device, &pinned_count); !status.ok()) return status;
     if (pinned_count == table_.field_count && pinned_count > 0) return caller_step(selection, device);
+    const table::TunedTable* tuned = tuning.tuned;
     if (tuned != nullptr && table_.tuning_key_count > 0 && tuned->entry_count > 0) {
       Expected<std::int64_t> chosen = table_step(*tuned);
       if (!chosen.ok()) return std::move(chosen).take_status();
       if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::table};
+    } else if (tuning.autotuned != nullptr) {
+      Expected<std::int64_t> chosen = autotuned_step(*tuning.autotuned, device, untuned);
+      if (!chosen.ok()) return std::move(chosen).take_status();
+      if (*chosen >= 0) return Choice{static_cast<std::size_t>(*chosen), Step::autotuned};
     }
     if (table_.heuristic_count > 0) {
       clear();
@@ -124,7 +120,64 @@ class RuleSteps {
     return explain_requirements("");
   }
 
+  // What first-call autotuning times for the call: per distinct combination of the timed fields'
+  // values among the variants that accept the arguments (and have the caller's values), in variant
+  // order, the variant it chooses as a tuned entry would (with the heuristics and the default for
+  // the other fields, keeping to the requirements); each variant once. `*key`: the call's key
+  // values (left empty, with no candidates, when the caller leaves a key field to the runtime).
+  Status autotune_candidates(const Selection& selection, const DeviceFacts* device, std::vector<std::int64_t>* key,
+                             std::vector<AutotuneCandidate>* candidates) {
+    std::size_t pinned_count = 0;
+    if (Status status = start(selection, device, &pinned_count); !status.ok()) return status;
+    key->assign(table_.tuning_key_count, 0);
+    if (table_.autotune == nullptr || !key_values(key->data())) {
+      key->clear();
+      return Status();
+    }
+    const table::Autotune& autotune = *table_.autotune;
+    std::vector<std::vector<std::uint16_t>> seen;
+    std::vector<std::uint16_t> config(table_.field_count);
+    for (std::size_t bit = 0; bit < table_.variant_count; ++bit) {
+      if (!test_bit(facts_.data(), bit)) continue;
+      const table::Variant& variant = table_.variants[index_.variant_at(bit)];
+      std::fill(config.begin(), config.end(), table::kUnsetValue);
+      bool fits = true;
+      for (std::uint16_t i = 0; i < autotune.field_count && fits; ++i) {
+        const std::uint16_t f = autotune.fields[i];  // < field_count: check_rules
+        if (pinned_[f] == table::kUnsetValue) config[f] = variant.config[f];
+        else fits = variant.config[f] == pinned_[f];
+      }
+      if (!fits || std::find(seen.begin(), seen.end(), config) != seen.end()) continue;
+      seen.push_back(config);
+      Expected<std::int64_t> chosen = entry_step(config.data());
+      if (!chosen.ok()) return std::move(chosen).take_status();
+      if (*chosen < 0) continue;
+      const auto same = [&](const AutotuneCandidate& c) { return c.variant == static_cast<std::size_t>(*chosen); };
+      if (std::none_of(candidates->begin(), candidates->end(), same))
+        candidates->push_back({static_cast<std::size_t>(*chosen), config});
+    }
+    return Status();
+  }
+
  private:
+  // The variants that accept the arguments (on this device), into facts_; the caller's fields,
+  // pinned (every step keeps them and fills only the others), into pinned_ and `*pinned_count`.
+  Status start(const Selection& selection, const DeviceFacts* device, std::size_t* pinned_count) {
+    if (!index_.accepting(args_, device, facts_.data()) || !any(facts_.data()))
+      return index_.explain_miss(args_, selection, device);
+    for (std::size_t f = 0; f < table_.field_count; ++f) pinned_[f] = table::kUnsetValue;
+    if (const FieldRequest* fields = selection.fields()) {
+      for (std::size_t f = 0; f < table_.field_count; ++f) {
+        if (!fields[f].set) continue;
+        const int value = index_.value_index(f, fields[f]);
+        if (value < 0) return index_.explain_miss(args_, selection, device);
+        pinned_[f] = static_cast<std::uint16_t>(value);
+        ++*pinned_count;
+      }
+    }
+    return Status();
+  }
+
   bool any(const std::uint64_t* mask) const noexcept {
     for (std::size_t w = 0; w < words_; ++w)
       if (mask[w] != 0) return true;
@@ -305,22 +358,46 @@ class RuleSteps {
     return explain_requirements(" with the config asked for");
   }
 
+  // The call's tuning-key values into `key`; false when the caller left a key field to the
+  // runtime (there is no key).
+  bool key_values(std::int64_t* key) const noexcept {
+    for (std::uint16_t k = 0; k < table_.tuning_key_count; ++k) {
+      const table::TuningKeyPart& part = table_.tuning_key[k];
+      if (!part.field) key[k] = args_[part.index].integer;
+      else if (pinned_[part.index] != table::kUnsetValue)  // int and bool fields: check_rules
+        key[k] = table_.fields[part.index].int_values[pinned_[part.index]];
+      else return false;
+    }
+    return true;
+  }
+
   // -1: the table's config (with heuristics for the fields it leaves) has no variant that fits.
   Expected<std::int64_t> table_step(const table::TunedTable& tuned) {
     InlineArray<std::int64_t, 8> key(table_.tuning_key_count);
-    for (std::uint16_t k = 0; k < table_.tuning_key_count; ++k) {
-      const table::TuningKeyPart& part = table_.tuning_key[k];
-      if (!part.field) {
-        key[k] = args_[part.index].integer;
-      } else if (pinned_[part.index] != table::kUnsetValue) {  // int and bool fields: check_rules
-        key[k] = table_.fields[part.index].int_values[pinned_[part.index]];
-      } else {
-        return std::int64_t{-1};  // the caller left a key field to the runtime: there is no key
-      }
-    }
+    if (!key_values(key.data())) return std::int64_t{-1};
     const std::size_t entry = lookup_entry(tuned, table_.tuning_key_count, key.data());
+    return entry_step(tuned.configs + entry * table_.field_count);
+  }
+
+  // The config first-call autotuning chose for the call's key on `device`: -1 when there is none
+  // (`*untuned` set when the key was not tuned yet) or it has no variant that fits these arguments
+  // (a dtype the key was not tuned with, say: the later steps choose).
+  Expected<std::int64_t> autotuned_step(const AutotuneStore& store, const DeviceFacts* device, bool* untuned) {
+    InlineArray<std::int64_t, 8> key(table_.tuning_key_count);
+    if (!key_values(key.data())) return std::int64_t{-1};
+    InlineArray<std::uint16_t, kInlineFields> config(table_.field_count);
+    const AutotuneStore::Found found =
+        store.find(device != nullptr ? std::string_view(device->name) : std::string_view(), key.data(), config.data());
+    if (found == AutotuneStore::Found::none && untuned != nullptr) *untuned = true;
+    if (found != AutotuneStore::Found::config) return std::int64_t{-1};
+    return entry_step(config.data());
+  }
+
+  // -1: `config` (a value index per field, kUnsetValue for those it leaves; in range: check_rules,
+  // resolve_tuning, AutotuneStore::load), with heuristics for the fields it leaves, has no variant
+  // that fits.
+  Expected<std::int64_t> entry_step(const std::uint16_t* config) {
     clear();
-    const std::uint16_t* config = tuned.configs + entry * table_.field_count;
     added_ = 0;
     for (std::size_t f = 0; f < table_.field_count; ++f) {
       if (!set_[f] && config[f] != table::kUnsetValue) {  // in range: check_rules, resolve_tuning
@@ -424,6 +501,18 @@ Status check_rules(const FactIndex& index, RuleFacts* rules) {
                                    : part.index < table.arg_count && table.args[part.index].kind == table::ArgKind::int_scalar;
     if (!usable) return Status::error(TAOT_INTERNAL, name + ": the tuning key names no int argument or int or bool field");
   }
+  if (const table::Autotune* autotune = table.autotune) {
+    if (table.tuning_key_count == 0 || (autotune->field_count > 0 && autotune->fields == nullptr))
+      return Status::error(TAOT_INTERNAL, name + ": first-call autotuning without a tuning key or fields");
+    for (std::uint16_t i = 0; i < autotune->field_count; ++i)
+      if (autotune->fields[i] >= table.field_count)
+        return Status::error(TAOT_INTERNAL, name + ": first-call autotuning times a config field out of range");
+    for (const auto& [buffers, count] : {std::pair{autotune->reset_to_zero, autotune->reset_count},
+                                         std::pair{autotune->restore_value, autotune->restore_count}})
+      for (std::uint16_t i = 0; i < count; ++i)
+        if (buffers == nullptr || buffers[i] >= table.arg_count || table.args[buffers[i]].kind != ArgKind::pointer)
+          return Status::error(TAOT_INTERNAL, name + ": first-call autotuning restores an argument that is no pointer");
+  }
   for (std::uint16_t t = 0; t < table.tuned_count; ++t) {
     const table::TunedTable& tuned = table.tuned[t];
     if (tuned.entry_count > 0 && (tuned.keys == nullptr || tuned.configs == nullptr))
@@ -485,7 +574,7 @@ Expected<RuleChooser> RuleChooser::build(const FactIndex& index) {
 
 Expected<Choice> RuleChooser::choose(const FactIndex& index, const taot_arg* args, std::size_t arg_count,
                                      const Selection& selection, const DeviceFacts* device,
-                                     const table::TunedTable* tuned, std::int64_t num_sms) const {
+                                     const TuningInForce& tuning, std::int64_t num_sms, bool* untuned) const {
   if (!has_rules_ || selection.is_variant() || arg_count != index.table().arg_count) {
     Expected<std::size_t> chosen = index.select(args, arg_count, selection, device);
     if (!chosen.ok()) return std::move(chosen).take_status();
@@ -495,15 +584,29 @@ Expected<Choice> RuleChooser::choose(const FactIndex& index, const taot_arg* arg
   std::uint64_t key[kChoiceKeyWords];
   std::size_t words = 2 + std::size_t{keyed_count_};
   std::size_t slot = 0;
-  if (choice_cache_ && choice_key(index, args, device, tuned, num_sms, key, &slot) &&
+  bool not_tuned_yet = false;  // such a choice is not remembered: the key's next launch tunes it
+  if (choice_cache_ && choice_key(index, args, device, tuning, num_sms, key, &slot) &&
       (selection.fields() == nullptr || add_config_key(index, selection.fields(), key, &words, &slot))) {
     Choice remembered{};
     if (cached_choice(key, words, slot, &remembered)) return remembered;
-    Expected<Choice> chosen = RuleSteps(index, *rules_, args, num_sms).run(selection, device, tuned);
-    if (chosen.ok()) remember_choice(key, words, slot, *chosen);
+    Expected<Choice> chosen = RuleSteps(index, *rules_, args, num_sms).run(selection, device, tuning, &not_tuned_yet);
+    if (chosen.ok() && !not_tuned_yet) remember_choice(key, words, slot, *chosen);
+    if (untuned != nullptr) *untuned = not_tuned_yet;
     return chosen;
   }
-  return RuleSteps(index, *rules_, args, num_sms).run(selection, device, tuned);
+  Expected<Choice> chosen = RuleSteps(index, *rules_, args, num_sms).run(selection, device, tuning, &not_tuned_yet);
+  if (untuned != nullptr) *untuned = not_tuned_yet;
+  return chosen;
+}
+
+Status RuleChooser::autotune_candidates(const FactIndex& index, const taot_arg* args, std::size_t arg_count,
+                                        const Selection& selection, const DeviceFacts* device, std::int64_t num_sms,
+                                        std::vector<std::int64_t>* key,
+                                        std::vector<AutotuneCandidate>* candidates) const {
+  key->clear();
+  candidates->clear();
+  if (!has_rules_ || selection.is_variant() || arg_count != index.table().arg_count) return Status();
+  return RuleSteps(index, *rules_, args, num_sms).autotune_candidates(selection, device, key, candidates);
 }
 
 bool RuleChooser::add_config_key(const FactIndex& index, const FieldRequest* fields, std::uint64_t* key,
@@ -551,6 +654,7 @@ const char* step_name(Step step) noexcept {
     case Step::table: return "table";
     case Step::heuristics: return "heuristics";
     case Step::fallback: return "default";
+    case Step::autotuned: return "autotuned at first call";
   }
   return "unknown";
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "branch_hints.h"
 #include "device.h"
@@ -16,6 +17,17 @@
 namespace taot::detail {
 
 struct RuleFacts;  // what the walk reads of the rules beyond the index (choose.cpp)
+class AutotuneStore;
+struct AutotuneCandidate;
+
+// The tables a choice reads beside the rules: the tuned table in force on the device (or null),
+// and first-call autotuning's results (null when it is off for the kernel), with the word that
+// keys choices made with them (AutotuneStore::choice_word; 0 when off).
+struct TuningInForce {
+  const table::TunedTable* tuned = nullptr;
+  const AutotuneStore* autotuned = nullptr;
+  std::uint64_t autotune_word = 0;
+};
 
 // Built once per kernel from its FactIndex, and used with that index only (each call takes it).
 // Immutable afterwards but for the choice cache, which threads read and fill without a lock, so
@@ -34,17 +46,28 @@ class RuleChooser {
 
   // The variant to launch and the step that chose it (docs/runtime.md, "How a launch picks its
   // config"). For a kernel with rules (has_rules()) this walks the steps: the caller's config, the
-  // tuned table `tuned` (this device's, or null), the heuristics, the default, each keeping to the
-  // requirements; `num_sms` is what rules read as num_sms. Without rules it is index.select().
+  // tuned table (`tuning.tuned`: this device's, or null), else first-call autotuning's result for
+  // the call's key, the heuristics, the default, each keeping to the requirements; `num_sms` is
+  // what rules read as num_sms. Without rules it is index.select(). `*untuned` (when given) says
+  // whether first-call autotuning applies but the key was not tuned yet: the choice is then the
+  // later steps', and it is not remembered.
   Expected<Choice> choose(const FactIndex& index, const taot_arg* args, std::size_t arg_count,
-                          const Selection& selection, const DeviceFacts* device, const table::TunedTable* tuned,
-                          std::int64_t num_sms) const;
+                          const Selection& selection, const DeviceFacts* device, const TuningInForce& tuning,
+                          std::int64_t num_sms, bool* untuned = nullptr) const;
+
+  // What first-call autotuning times for these arguments: the call's key values (`*key`, left
+  // empty when the call has no key: the caller leaves a key field to the runtime) and the
+  // candidates, one per distinct combination of the kernel's timed fields that has a variant for
+  // the arguments (see RuleSteps::autotune_candidates in choose.cpp).
+  Status autotune_candidates(const FactIndex& index, const taot_arg* args, std::size_t arg_count,
+                             const Selection& selection, const DeviceFacts* device, std::int64_t num_sms,
+                             std::vector<std::int64_t>* key, std::vector<AutotuneCandidate>* candidates) const;
 
   // choose()'s answer when the choice cache holds it (true, `*choice` set); false when choose()
   // must decide: a kernel without rules, a variant asked for by index, or not seen yet. Automatic
   // choices and those for an asked config alike. Allocates nothing; the launch path's way in.
   bool cached(const FactIndex& index, const taot_arg* args, std::size_t arg_count, const Selection& selection,
-              const DeviceFacts* device, const table::TunedTable* tuned, std::int64_t num_sms,
+              const DeviceFacts* device, const TuningInForce& tuning, std::int64_t num_sms,
               Choice* choice) const noexcept;
 
   // Whether the kernel has heuristics, requirements or a tuning key, so that its choice depends
@@ -55,11 +78,12 @@ class RuleChooser {
   RuleChooser();
 
   // Automatic choices of a kernel with rules, remembered by everything they depend on: the
-  // arguments' facts (and the device's arch class), num_sms, the tuned table in force, and the
-  // values of the arguments the rules and the tuning key read. A small direct-mapped cache of
+  // arguments' facts (and the device's arch class), num_sms, the tuned table in force and
+  // first-call autotuning's word, and the values of the arguments the rules and the tuning key read. A small direct-mapped cache of
   // whole keys (no hash is trusted alone), each slot a seqlock over atomics starting a cache line,
   // so that threads read and fill it without a lock and a torn entry is never used.
-  // Key words: the memo slot | num_sms << 16, the tuned table's address, one per keyed argument.
+  // Key words: the memo slot | num_sms << 16, the tuned table's address | the autotune word, one
+  // per keyed argument.
   // Choices for a config the caller asked for (the fields it sets, as bind() and config keywords
   // pass them) are remembered too, their key the same words with the address's low bit set (no
   // automatic key has it) and then the asked value indexes, a byte each.
@@ -86,7 +110,7 @@ class RuleChooser {
   // The key of an automatic choice for `args` (2 + keyed_count_ words) and its slot in the cache,
   // or false when the choice is not cached.
   bool choice_key(const FactIndex& index, const taot_arg* args, const DeviceFacts* device,
-                  const table::TunedTable* tuned, std::int64_t num_sms, std::uint64_t* key,
+                  const TuningInForce& tuning, std::int64_t num_sms, std::uint64_t* key,
                   std::size_t* slot) const noexcept;
   // Extends an automatic choice's key (2 + keyed_count_ words) to the choice for the config
   // `fields` asks for, moving *slot and adding to *words; false when the config does not fit the
@@ -120,12 +144,12 @@ class RuleChooser {
 
 inline bool RuleChooser::cached(const FactIndex& index, const taot_arg* args, std::size_t arg_count,
                                 const Selection& selection, const DeviceFacts* device,
-                                const table::TunedTable* tuned, std::int64_t num_sms, Choice* choice) const noexcept {
+                                const TuningInForce& tuning, std::int64_t num_sms, Choice* choice) const noexcept {
   if (!choice_cache_ || selection.is_variant() || arg_count != index.arg_count()) return false;
   std::uint64_t key[kChoiceKeyWords];
   std::size_t words = 2 + keyed_count_;
   std::size_t slot = 0;
-  if (!choice_key(index, args, device, tuned, num_sms, key, &slot)) return false;
+  if (!choice_key(index, args, device, tuning, num_sms, key, &slot)) return false;
   if (TAOT_UNLIKELY(selection.fields() != nullptr) &&
       !add_config_key(index, selection.fields(), key, &words, &slot))
     return false;
@@ -133,12 +157,12 @@ inline bool RuleChooser::cached(const FactIndex& index, const taot_arg* args, st
 }
 
 inline bool RuleChooser::choice_key(const FactIndex& index, const taot_arg* args, const DeviceFacts* device,
-                                    const table::TunedTable* tuned, std::int64_t num_sms, std::uint64_t* key,
+                                    const TuningInForce& tuning, std::int64_t num_sms, std::uint64_t* key,
                                     std::size_t* slot) const noexcept {
   std::size_t facts = 0;
   if ((static_cast<std::uint64_t>(num_sms) >> 48) != 0 || !index.memo_key(args, device, &facts)) return false;
   key[0] = facts | static_cast<std::uint64_t>(num_sms) << 16;
-  key[1] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(tuned));
+  key[1] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(tuning.tuned)) | tuning.autotune_word;
   std::uint64_t hash = hash_word(hash_word(0, key[0]), key[1]);  // made as the words are
   std::uint64_t* word = key + 2;
   for (const KeyedArg* keyed = keyed_args_; keyed != keyed_args_ + keyed_count_; ++keyed) {

@@ -404,14 +404,14 @@ Status resolve_device(const driver::Api** api, const FactIndex& index, bool requ
 }
 
 // Step 2, the variant. The choice the kernel remembers for `args` on `device`, deciding nothing:
-// the choice cache's for a kernel with rules (`tuned`: the table in force on the device), else the
-// memo's; false when it must be decided (select_variant does). Allocates nothing.
+// the choice cache's for a kernel with rules (`tuning`: the tables in force on the device), else
+// the memo's; false when it must be decided (select_variant does). Allocates nothing.
 __attribute__((always_inline)) inline bool remembered_choice(const KernelState& state, const taot_arg* args,
                                                              std::size_t arg_count, const Selection& selection,
-                                                             const DeviceFacts* device,
-                                                             const table::TunedTable* tuned, Choice* choice) noexcept {
+                                                             const DeviceFacts* device, const TuningInForce& tuning,
+                                                             Choice* choice) noexcept {
   if (TAOT_UNLIKELY(state.chooser.has_rules()))
-    return state.chooser.cached(state.index, args, arg_count, selection, device, tuned, num_sms_of(device), choice);
+    return state.chooser.cached(state.index, args, arg_count, selection, device, tuning, num_sms_of(device), choice);
   const std::int64_t memoized = state.index.memoized(args, arg_count, selection, device);
   if (TAOT_UNLIKELY(memoized < 0)) return false;
   *choice = Choice{static_cast<std::size_t>(memoized), Step::fallback};  // the memo holds automatic selections
@@ -438,20 +438,48 @@ Status check_required_fields(const KernelState& state, const Selection& selectio
 
 // The variant to launch for `args` on `device` (null: none, or not needed) and the step that chose
 // it, into `*choice`: remembered, else decided (the rules' walk, or selection by the index's
-// bitsets). Fails with the error that names what rules every variant out. Inlined, so that a
-// remembered choice costs launch_any no call.
+// bitsets). `*untuned` (when given): first-call autotuning applies but the call's key was not
+// tuned yet (the choice is the later steps'). Fails with the error that names what rules every
+// variant out. Inlined, so that a remembered choice costs launch_any no call.
 __attribute__((always_inline)) inline Status select_variant(const KernelState& state, const taot_arg* args,
                                                             std::size_t arg_count, const Selection& selection,
-                                                            const DeviceFacts* device, Choice* choice) {
+                                                            const DeviceFacts* device, Choice* choice,
+                                                            bool* untuned = nullptr) {
   if (TAOT_UNLIKELY(state.has_required_fields))
     if (Status status = check_required_fields(state, selection); !status.ok()) return status;
-  const table::TunedTable* tuned = state.tuned_for(device);
-  if (remembered_choice(state, args, arg_count, selection, device, tuned, choice)) return Status();
+  const TuningInForce tuning = state.tuning_for(device);
+  if (remembered_choice(state, args, arg_count, selection, device, tuning, choice)) return Status();
   Expected<Choice> chosen =
-      state.chooser.choose(state.index, args, arg_count, selection, device, tuned, num_sms_of(device));
+      state.chooser.choose(state.index, args, arg_count, selection, device, tuning, num_sms_of(device), untuned);
   if (!chosen.ok()) return std::move(chosen).take_status();
   *choice = *chosen;
   return Status();
+}
+
+// First-call autotuning of the call's key, which select_variant found untuned: unless there is no
+// device or `stream` is capturing a CUDA graph (then `*choice`, the later steps', stands), the
+// key's candidates are timed on the call's arguments (tune_key) and the choice is made again.
+// `*persisted`: whether the results could be written where autotune_dir() says.
+Status tune_then_select(Kernel& kernel, KernelState& state, CUstream stream, const taot_arg* args,
+                        std::size_t arg_count, const Selection& selection, const Grid* grid, const DeviceFacts* device,
+                        Choice* choice, Status* persisted) {
+  const driver::Api* api = driver::loaded();
+  if (device == nullptr || api == nullptr) return Status();
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (api->cuStreamIsCapturing(stream, &capturing) != CUDA_SUCCESS || capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+    return Status();
+  std::vector<std::int64_t> key;
+  std::vector<AutotuneCandidate> candidates;
+  if (Status status = state.chooser.autotune_candidates(state.index, args, arg_count, selection, device,
+                                                        num_sms_of(device), &key, &candidates);
+      !status.ok())
+    return status;
+  if (key.empty() || candidates.empty()) return Status();
+  if (Status status = tune_key(kernel, state.autotuned, stream, args, arg_count, grid, *device, key, candidates,
+                               persisted);
+      !status.ok())
+    return status;
+  return select_variant(state, args, arg_count, selection, device, choice);
 }
 
 // Whether a grid has a zero dimension: nothing to launch.
@@ -563,7 +591,7 @@ class ObservedLaunch {
  public:
   ObservedLaunch(const table::KernelTable& table, const Choice& choice, const std::array<std::int64_t, 3>& grid,
                  CUstream stream, const taot_arg* args, std::size_t arg_count, taot_kernel* kernel)
-      : observer_(current_launch_observer()) {
+      : observer_(tuning_on_this_thread ? nullptr : current_launch_observer()) {
     if (observer_ == nullptr) return;
     info_ = taot_launch_info{table.library, table.name, table.variants[choice.variant].id, choice.variant,
                              static_cast<taot_step>(choice.step), {grid[0], grid[1], grid[2]}, stream, args,
@@ -620,6 +648,7 @@ Expected<detail::KernelState*> Kernel::state() {
     delete built;
     return std::move(status).with_context(std::string(table_->library) + "::" + table_->name);
   }
+  detail::load_autotune_directory(built->autotuned);
   detail::KernelState* expected = nullptr;
   if (!state_.compare_exchange_strong(expected, built, std::memory_order_acq_rel)) {
     delete built;
@@ -656,6 +685,48 @@ Expected<Choice> Kernel::choose(const taot_arg* args, std::size_t arg_count, con
   return choice;
 }
 
+Expected<Choice> Kernel::warmup(CUstream stream, const taot_arg* args, std::size_t arg_count,
+                                const Selection& selection) {
+  return warmup_any(stream, args, arg_count, selection, nullptr);
+}
+
+Expected<Choice> Kernel::warmup(CUstream stream, const taot_arg* args, std::size_t arg_count,
+                                const Selection& selection, const Grid& grid) {
+  return warmup_any(stream, args, arg_count, selection, &grid);
+}
+
+Expected<Choice> Kernel::warmup_any(CUstream stream, const taot_arg* args, std::size_t arg_count,
+                                    const Selection& selection, const Grid* grid) {
+  if (args == nullptr && arg_count != 0) return null_args(*table_, arg_count);
+  Expected<detail::KernelState*> built = this->state();
+  if (!built.ok()) return std::move(built).take_status();
+  detail::KernelState& state = **built;
+  const driver::Api* api = driver::loaded();
+  detail::LaunchDevice device;
+  if (Status status = detail::resolve_device(&api, state.index, /*required=*/true, &device); !status.ok())
+    return status;
+  Choice choice{};
+  bool untuned = false;
+  if (Status status = detail::select_variant(state, args, arg_count, selection, device.facts, &choice, &untuned);
+      !status.ok())
+    return status;
+  if (!untuned) return choice;
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (const CUresult result = api->cuStreamIsCapturing(stream, &capturing); result != CUDA_SUCCESS)
+    return driver::call_error(*api, "cuStreamIsCapturing", result).with_context(state.index.qualified_name());
+  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+    return Status::error(TAOT_INVALID_ARGUMENT, state.index.qualified_name() +
+                                                    ": warmup times launches, which a stream capturing a CUDA graph "
+                                                    "cannot: warm up before the capture");
+  Status persisted;
+  if (Status status =
+          detail::tune_then_select(*this, state, stream, args, arg_count, selection, grid, device.facts, &choice, &persisted);
+      !status.ok())
+    return status;
+  if (!persisted.ok()) return std::move(persisted).with_context(state.index.qualified_name());
+  return choice;
+}
+
 // The common case of a launch (everything already known: the kernel's state, the choice, the
 // function in the current context; no observer, scratch or descriptors). Every way off it goes to
 // launch_any before anything was done; the hints keep it one straight run of code, since a driver's
@@ -670,19 +741,19 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   // The choice, remembered, on the device (where it matters) this thread remembers for the context.
   CUcontext current = nullptr;
   const detail::DeviceFacts* device = nullptr;
-  const table::TunedTable* tuned = nullptr;
+  detail::TuningInForce tables;
   if (TAOT_UNLIKELY(state->chooser.has_rules())) {  // (out of line: kernels without rules are the common case)
     const detail::TuningSet& tuning = state->tuning.current();
     if (state->choice_needs_device(tuning) &&
         TAOT_UNLIKELY((device = detail::remembered_device(*api, &current)) == nullptr))
       return launch_any(stream, args, arg_count, selection, nullptr);
-    tuned = tuning.for_device(device);
+    tables = state->tuning_for(tuning, device);
   } else if (TAOT_UNLIKELY(state->index.device_aware()) &&
              (device = detail::remembered_device(*api, &current)) == nullptr) {
     return launch_any(stream, args, arg_count, selection, nullptr);
   }
   Choice choice;
-  if (TAOT_UNLIKELY(!detail::remembered_choice(*state, args, arg_count, selection, device, tuned, &choice)))
+  if (TAOT_UNLIKELY(!detail::remembered_choice(*state, args, arg_count, selection, device, tables, &choice)))
     return launch_any(stream, args, arg_count, selection, nullptr);
   const std::size_t selected = choice.variant;
 
@@ -735,10 +806,19 @@ Status Kernel::launch_any(CUstream stream, const taot_arg* args, std::size_t arg
     Status status = detail::resolve_device(&api, state.index, /*required=*/true, &device);
     if (!status.ok()) return status;
   }
-  // 2. The variant. 3. The grid.
+  // 2. The variant (tuning the call's key first, when first-call autotuning has not yet). 3. The grid.
   Choice choice{};
-  if (Status status = detail::select_variant(state, args, arg_count, selection, device.facts, &choice); !status.ok())
+  bool untuned = false;
+  if (Status status = detail::select_variant(state, args, arg_count, selection, device.facts, &choice, &untuned);
+      !status.ok())
     return status;
+  if (TAOT_UNLIKELY(untuned)) {
+    Status persisted;  // a launch does not fail for results it could not write (warmup() says so)
+    if (Status status = detail::tune_then_select(*this, state, stream, args, arg_count, selection, given_grid,
+                                                 device.facts, &choice, &persisted);
+        !status.ok())
+      return status;
+  }
   const std::size_t selected = choice.variant;
   std::array<std::int64_t, 3> grid;
   if (Status status = detail::launch_grid(state, selected, args, given_grid, detail::num_sms_of(device.facts), grid);

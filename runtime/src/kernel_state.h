@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "arg_kinds.h"
+#include "autotune.h"
+#include "branch_hints.h"
 #include "choose.h"
 #include "context_state.h"
 #include "dispatch.h"
@@ -88,6 +90,7 @@ struct alignas(64) KernelState {
         tuning(table),
         chooser(std::move(rule_chooser)),
         index(std::move(fact_index)),
+        autotuned(table),
         expanded_ordinal(table.arg_count, 0) {
     for (std::size_t v = 0; v < table.variant_count; ++v) plans[v].plan(table.variants[v]);
     for (std::size_t a = 0; a < table.arg_count; ++a)
@@ -96,22 +99,32 @@ struct alignas(64) KernelState {
     launches_fast = expanded_count == 0 && !uses_num_sms;
     rules_read_num_sms = chooser.has_rules() && rules_use_num_sms(table);
     keyed_by_tuning = chooser.has_rules() && table.tuning_key_count > 0;
+    tunes_at_first_call = keyed_by_tuning && table.autotune != nullptr;
     for (std::size_t f = 0; f < table.field_count; ++f) has_required_fields = has_required_fields || table.fields[f].required;
   }
 
-  // The tuned table in force for a kernel with rules on `device` (null: no current context), or null.
-  const table::TunedTable* tuned_for(const DeviceFacts* device) const noexcept {
-    return chooser.has_rules() ? tuning.current().for_device(device) : nullptr;
+  // The tables in force for a kernel with rules on `device` (null: no current context) from the
+  // tuning set `in_force`: its table for the device, and first-call autotuning's results when it is on.
+  TuningInForce tuning_for(const TuningSet& in_force, const DeviceFacts* device) const noexcept {
+    TuningInForce tables;
+    if (!chooser.has_rules()) return tables;
+    tables.tuned = in_force.for_device(device);
+    if (TAOT_UNLIKELY(tunes_at_first_call)) {
+      tables.autotune_word = autotuned.choice_word(device);
+      if (tables.autotune_word != 0) tables.autotuned = &autotuned;
+    }
+    return tables;
   }
+  TuningInForce tuning_for(const DeviceFacts* device) const noexcept { return tuning_for(tuning.current(), device); }
 
   // Whether choosing a variant needs the launching device: for device-aware selection, for the
-  // rules' num_sms, or for a tuned table chosen by device name.
-  bool choice_needs_device() const noexcept {
-    return index.device_aware() || rules_read_num_sms || (keyed_by_tuning && tuning.current().names_devices());
-  }
+  // rules' num_sms, for a tuned table chosen by device name, or for first-call autotuning's
+  // results (kept per device) while it is on.
+  bool choice_needs_device() const noexcept { return choice_needs_device(tuning.current()); }
   // The same with the tuning set in force already read (launch() reads it once).
   bool choice_needs_device(const TuningSet& in_force) const noexcept {
-    return index.device_aware() || rules_read_num_sms || (keyed_by_tuning && in_force.names_devices());
+    return index.device_aware() || rules_read_num_sms || (keyed_by_tuning && in_force.names_devices()) ||
+           (tunes_at_first_call && autotuned.enabled());
   }
 
   // What a launch reads first, together: the variants' plans, the flags, the tuned tables.
@@ -121,10 +134,12 @@ struct alignas(64) KernelState {
   bool launches_fast = false;            // launch() may take the common case (no descriptors, num_sms grids)
   bool rules_read_num_sms = false;       // some heuristic or requirement does
   bool keyed_by_tuning = false;          // the kernel has rules and a tuning key
+  bool tunes_at_first_call = false;      // ... and says how to autotune at first call (switched on or off)
   bool has_required_fields = false;      // some config field must be given at every launch (not by variant)
   TuningHolder tuning;                   // baked tables, replaced per device by loaded ones
   RuleChooser chooser;                   // used with `index` only
   FactIndex index;
+  AutotuneStore autotuned;               // first-call autotuning's results and switch (off the launch path)
   // Per call argument that does not pack in place (descriptors), its number among them: the index
   // of its entry in an image's tensordesc_meta; 0 for the others.
   std::vector<std::uint16_t> expanded_ordinal;

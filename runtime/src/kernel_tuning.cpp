@@ -1,5 +1,5 @@
 // Kernel's run-time tuned tables: loading a file or text in place of the table for its device,
-// and going back to the baked tables (docs/tuning.md).
+// and going back to the baked tables (docs/tuning.md); first-call autotuning's switches.
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,6 +39,20 @@ Status Kernel::reset_tuning() {
   Expected<detail::KernelState*> state = this->state();
   if (!state.ok()) return std::move(state).take_status();
   (*state)->tuning.reset();
+  return {};
+}
+
+Status Kernel::set_autotune(std::optional<bool> on) {
+  Expected<detail::KernelState*> state = this->state();
+  if (!state.ok()) return std::move(state).take_status();
+  (*state)->autotuned.set_enabled(on);
+  return {};
+}
+
+Status Kernel::reset_autotune() {
+  Expected<detail::KernelState*> state = this->state();
+  if (!state.ok()) return std::move(state).take_status();
+  (*state)->autotuned.clear();
   return {};
 }
 

@@ -10,6 +10,7 @@
 
 #include "driver_objects.h"
 #include "taot/driver_api.h"
+#include "timing_hooks.h"
 
 namespace taot {
 
@@ -125,9 +126,10 @@ class CaptureGuard {
 class Timer {
  public:
   Timer(const driver::Api& api, Kernel& kernel, CUstream stream, const taot_arg* args, std::size_t arg_count,
-        const Selection& selection, const Grid* grid, const TimingOptions& options, std::string who)
+        const Selection& selection, const Grid* grid, const TimingOptions& options, std::string who,
+        const detail::BeforeLaunch& before_launch)
       : api_(api), kernel_(kernel), stream_(stream), args_(args), arg_count_(arg_count), selection_(selection),
-        grid_(grid), options_(options), who_(std::move(who)) {}
+        grid_(grid), options_(options), who_(std::move(who)), before_launch_(before_launch) {}
 
   // Step 1 and 2: the untimed launch, the flush buffer, the graph.
   Status prepare(Timings& timings) {
@@ -141,6 +143,7 @@ class Timer {
       capture_stream_ = detail::Stream(api_, capture);
       first_stream = capture;
     }
+    if (Status status = prepare_launch(first_stream); !status.ok()) return status;
     if (Status status = launch(first_stream); !status.ok()) return status;
     if (Status status = driver_call(api_.cuStreamSynchronize(first_stream), "cuStreamSynchronize"); !status.ok())
       return status;
@@ -201,6 +204,7 @@ class Timer {
     for (std::uint64_t first = 0; first < reps; first += chunk) {
       const std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, reps - first));
       for (std::size_t e = 0; e < count; ++e) {
+        if (Status status = prepare_launch(stream_); !status.ok()) return status;
         if (Status status = flush(); !status.ok()) return status;
         if (Status status = record(starts[e]); !status.ok()) return status;
         if (Status status = body(); !status.ok()) return status;
@@ -296,7 +300,12 @@ class Timer {
     return Status();
   }
 
+  Status prepare_launch(CUstream on) const {
+    return before_launch_ ? before_launch_(on) : Status();
+  }
+
   Status rep() {
+    if (Status status = prepare_launch(stream_); !status.ok()) return status;
     if (Status status = flush(); !status.ok()) return status;
     return body();
   }
@@ -310,6 +319,7 @@ class Timer {
   const Grid* grid_;
   const TimingOptions& options_;
   std::string who_;
+  const detail::BeforeLaunch& before_launch_;
   // Destroyed in reverse order: the executable graph before its graph, both before the stream.
   detail::Stream capture_stream_;
   detail::DeviceMemory flush_buffer_;
@@ -322,6 +332,12 @@ class Timer {
 
 Expected<Timings> time_launches(Kernel& kernel, CUstream stream, const taot_arg* args, std::size_t arg_count,
                                 const Selection& selection, const Grid* grid, const TimingOptions& options) {
+  return detail::time_launches(kernel, stream, args, arg_count, selection, grid, options, detail::BeforeLaunch());
+}
+
+Expected<Timings> detail::time_launches(Kernel& kernel, CUstream stream, const taot_arg* args, std::size_t arg_count,
+                                        const Selection& selection, const Grid* grid, const TimingOptions& options,
+                                        const BeforeLaunch& before_launch) {
   const std::string who = std::string(kernel.table().library) + "::" + kernel.table().name;
   if (Status status = check_options(options, who); !status.ok()) return status;
   Expected<const driver::Api*> loaded = driver::get();
@@ -343,7 +359,7 @@ Expected<Timings> time_launches(Kernel& kernel, CUstream stream, const taot_arg*
 
   Timings timings;
   timings.choice = *choice;
-  Timer timer(api, kernel, stream, args, arg_count, selection, grid, options, who);
+  Timer timer(api, kernel, stream, args, arg_count, selection, grid, options, who, before_launch);
   if (Status status = timer.prepare(timings); !status.ok()) return status;
   double per_rep_ms = 0;
   if (Status status = timer.warm_up(timings, per_rep_ms); !status.ok()) return status;

@@ -25,6 +25,8 @@ std::size_t partition_point(const std::int64_t* keys, std::size_t stride, std::s
   return lo;
 }
 
+}  // namespace
+
 TuningValue compiled_value(const table::ConfigField& field, std::size_t index) {
   TuningValue value;
   switch (field.kind) {
@@ -45,8 +47,6 @@ TuningValue compiled_value(const table::ConfigField& field, std::size_t index) {
   }
   return value;
 }
-
-}  // namespace
 
 Expected<OwnedTable> resolve_tuning(const TuningFile& file, const table::KernelTable& kernel) {
   TuningTarget target;

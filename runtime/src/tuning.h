@@ -23,6 +23,10 @@ namespace taot::detail {
 // and is not changed.
 using OwnedTable = ResolvedTuning;
 
+// Value `index` of config field `field` as a tuned-table file holds it (dtypes as taot_dtype
+// integers, as resolve_tuning compares them).
+TuningValue compiled_value(const table::ConfigField& field, std::size_t index);
+
 // Checks `file` against `kernel` and converts it: the file's kernel (taot format) must be this
 // one; its key names must be the kernel's tuning key (vLLM files: the kernel's tuning key must be
 // one argument); every config field must be one of the kernel's and every value a compiled one;

@@ -201,7 +201,7 @@ Expected<TuningFile> read_vllm(const Json& root, const std::string& source, std:
 
 constexpr std::string_view kTopKeys[] = {"schema", "schema_version", "kernel", "device", "match", "key", "entries"};
 // Recorded by whoever wrote the table (taot tune); read by people, not by taot.
-constexpr std::string_view kInformationalKeys[] = {"library", "triton_version", "measured", "note"};
+constexpr std::string_view kInformationalKeys[] = {"library", "library_id", "triton_version", "measured", "note"};
 
 template <std::size_t N>
 bool listed(const std::string_view (&names)[N], std::string_view name) {
@@ -304,6 +304,11 @@ Expected<TuningFile> read_taot(const Json& root, const std::string& source, std:
   if (!kernel.ok()) return std::move(kernel).take_status();
   if (kernel->empty()) return file_error(source, "\"kernel\" is empty; expected the kernel's name");
   file.kernel = std::move(kernel).value();
+  for (auto [name, member] : {std::pair{"library", &file.library}, std::pair{"library_id", &file.library_id}}) {
+    Expected<std::string> recorded = string_member(root, name, source, false, "a name");
+    if (!recorded.ok()) return std::move(recorded).take_status();
+    *member = std::move(recorded).value();
+  }
   Expected<std::string> named_device =
       string_member(root, "device", source, false, "the device's name, as the driver gives it (\"\": any device)");
   if (!named_device.ok()) return std::move(named_device).take_status();
@@ -446,6 +451,37 @@ Expected<TuningFile> parse_tuning_file(std::string_view text, const std::string&
   const bool taot_format = root.contains("schema");
   if (duplicates.found()) return duplicate_error(source, duplicates.path(), !taot_format);
   return taot_format ? read_taot(root, source, device) : read_vllm(root, source, device);
+}
+
+std::string tuning_file_text(const TuningFile& file) {
+  Json root;
+  root["schema"] = kTuningSchema;
+  root["schema_version"] = kTuningSchemaVersion;
+  root["kernel"] = file.kernel;
+  if (!file.library.empty()) root["library"] = file.library;
+  if (!file.library_id.empty()) root["library_id"] = file.library_id;
+  root["device"] = file.device;
+  root["match"] = file.match == table::TuningMatch::floor ? "floor" : "nearest";
+  root["key"] = file.key;
+  std::string text = root.dump(2);
+  text.resize(text.size() - 2);  // "\n}": the entries follow, one per line
+  text += ",\n  \"entries\": [";
+  for (std::size_t e = 0; e < file.entries.size(); ++e) {
+    Json entry;
+    entry["key"] = file.entries[e].key;
+    Json& config = entry["config"] = Json::object();
+    for (const TuningField& field : file.entries[e].config) {
+      const TuningValue& value = field.value;
+      switch (value.kind) {
+        case TuningValue::Kind::integer: config[field.name] = value.integer; break;
+        case TuningValue::Kind::boolean: config[field.name] = value.integer != 0; break;
+        case TuningValue::Kind::real: config[field.name] = value.real; break;
+        case TuningValue::Kind::text: config[field.name] = value.text; break;
+      }
+    }
+    text += (e ? ",\n    " : "\n    ") + entry.dump();
+  }
+  return text + "\n  ]\n}\n";
 }
 
 Expected<TuningFile> read_tuning_file(const std::string& path, std::string_view device) {

@@ -37,7 +37,8 @@ def test_counts_are_printed_before_compiling(run_taot, tmp_path):
     assert "matmul: 20 variants for sm_80, sm_90 (of 20 combinations; largest dimensions: configs 5, T 2, " \
            "ACTIVATION 2;" in lines[0]
     assert lines[1] == ("matmul: note: @triton.autotune prune_configs_by (early_config_prune) prunes at run time; "
-                        "taot compiles every config")
+                        "taot compiles every config, and first-call autotuning times every one that takes the "
+                        "call's arguments")
     assert result.stdout.splitlines()[-1] == ("132 variants (matmul 20, rms_norm 48, bias_act 36, persistent_scale 2, "
                                               "layer_norm_fwd 20, affine 2, softcap_clamp 4) for 2 targets (sm_80, "
                                               "sm_90) = 148 compile jobs")

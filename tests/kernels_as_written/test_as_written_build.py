@@ -56,6 +56,11 @@ def test_manifest_carries_what_the_decorators_said(built):
     manifest = json.loads((built / "manifest.json").read_text())
     kernels = {kernel["name"]: kernel for kernel in manifest["kernels"]}
     assert kernels["matmul"]["tuning_key"] == ["M", "N", "K"]
+    # Its configs are timed at each key's first launch, as the JIT's autotuner times them.
+    assert kernels["matmul"]["autotune"] == {
+        "at_first_call": True, "fields": ["BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps",
+                                          "num_stages"], "reset_to_zero": [], "restore_value": []}
+    assert "autotune" not in kernels["rms_norm"]  # heuristics only: nothing to time
     assert [{key: rule[key] for key in ("field", "expression")} for rule in kernels["rms_norm"]["heuristics"]] == [
         {"field": "BLOCK_SIZE", "expression": "next_power_of_2(n_cols)"},
         {"field": "num_warps", "expression": "8 if BLOCK_SIZE >= 2048 else 4"},
@@ -140,3 +145,21 @@ def test_scalar_forms_select_their_variants(built):
     assert lines[4].startswith("TypeError: as_written.softcap_clamp: lower: expected an int, a float, got NoneType"), lines
     assert lines[5].startswith("TypeError: as_written.softcap_clamp: lower: expected an int, a float, got bool"), lines
     assert lines[6].startswith("TypeError: as_written.softcap_clamp: softcap: expected a float, None, got str"), lines
+
+
+def test_first_call_results_bake_in_with_gen_tuning(built, tmp_path):
+    """A file of first-call results as the runtime writes it ($TAOT_AUTOTUNE_DIR/<library>/<kernel>/
+    <device>.json: taot's format, naming the library and its build) is a tuned table for taot gen."""
+    results = tmp_path / "NVIDIA_H200.json"
+    results.write_text(json.dumps({
+        "schema": "taot.tuning", "schema_version": 1, "kernel": "matmul", "library": "as_written",
+        "library_id": "4f1c2a9b0d3e5f67", "device": "NVIDIA H200", "match": "nearest", "key": ["M", "N", "K"],
+        "entries": [{"key": [7, 1000, 4096], "config": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32,
+                                                        "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 4}}]}))
+    taot = Path(os.environ.get("TAOT_BIN", REPO / "build" / "tools" / "taot" / "taot"))
+    out = tmp_path / "baked"
+    result = subprocess.run([str(taot), "gen", str(built / "manifest.json"), "-o", str(out), "--tuning", str(results),
+                             "--quiet"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    tables = (out / "as_written_tables.cpp").read_text()
+    assert "NVIDIA H200" in tables and "7, 1000, 4096" in tables

@@ -93,6 +93,43 @@ def test_autotune_configs_are_the_config_list(tmp_path):
     assert inputs["options"] == {"num_warps": 8, "num_stages": 4}
 
 
+def test_autotune_configs_are_timed_at_first_call_with_the_decorators_buffers(tmp_path):
+    kernel = load(tmp_path, AUTOTUNED, spec()).kernels[0]
+    assert kernel.autotune.at_first_call is True
+    assert kernel.autotune.fields == ("BLOCK", "EVEN", "num_warps", "num_stages")  # what the configs vary
+    assert kernel.autotune.reset_to_zero == ("out_ptr",) and kernel.autotune.restore_value == ()
+
+
+def test_the_spec_overrides_what_first_call_autotuning_takes(tmp_path):
+    kernel = load(tmp_path, AUTOTUNED, spec('autotune = { at_first_call = false, reset_to_zero = [], '
+                                            'restore_value = ["x_ptr"] }')).kernels[0]
+    assert kernel.autotune.at_first_call is False
+    assert kernel.autotune.reset_to_zero == () and kernel.autotune.restore_value == ("x_ptr",)
+
+
+def test_spec_configs_alone_are_not_timed_at_first_call_unless_asked(tmp_path):
+    plain = AUTOTUNED.split("@triton.autotune")[0] + "@triton.jit" + AUTOTUNED.split("@triton.jit")[1]
+    configs = 'tuning_key = ["n"]\nconfigs = [{ BLOCK = 128 }, { BLOCK = 256, num_warps = 8 }]'
+    kernel = load(tmp_path, plain, spec(configs)).kernels[0]
+    assert kernel.autotune.at_first_call is False and kernel.autotune.fields == ("BLOCK", "num_warps")
+    asked = load(tmp_path, plain, spec(configs + "\nautotune = { at_first_call = true }")).kernels[0]
+    assert asked.autotune.at_first_call is True
+    assert load(tmp_path, plain, spec('configs = [{ BLOCK = 128 }, { BLOCK = 256 }]')).kernels[0].autotune is None
+
+
+@pytest.mark.parametrize("table, message", [
+    ('{ reset_to_zero = ["n"] }', 'kernel[0].autotune.reset_to_zero[0]: expected a pointer argument (x_ptr, out_ptr), '
+                                  'got "n"'),
+    ('{ at_first_call = "yes" }', "kernel[0].autotune.at_first_call: expected true or false"),
+    ('{ when = "always" }', "kernel[0].autotune.when: expected one of the keys at_first_call, reset_to_zero, "
+                            "restore_value, got an unknown key"),
+    ('{ at_first_call = true }\ntuning_key = []', "kernel[0].autotune: expected a kernel with a tuning key and several "
+                                                 "configs, got an autotune table for a kernel with no tuning key"),
+])
+def test_a_bad_autotune_table_names_its_key(tmp_path, table, message):
+    assert message in error(tmp_path, AUTOTUNED, spec("autotune = " + table))
+
+
 def test_a_config_pre_hook_is_named_as_work_the_caller_must_do(tmp_path):
     source = AUTOTUNED.replace('triton.Config({"BLOCK": 256}, num_warps=8)',
                                'triton.Config({"BLOCK": 256}, num_warps=8, pre_hook=zero_out)')

@@ -83,6 +83,10 @@ def _kernel(library, kernel, outdir, variant_hashes, images=True):
         entry["tuning_key"] = list(kernel.tuning_key)
     if kernel.tuning:
         entry["tuning"] = [relative(path, outdir) for path in kernel.tuning]
+    if kernel.autotune is not None:
+        entry["autotune"] = {"at_first_call": kernel.autotune.at_first_call, "fields": list(kernel.autotune.fields),
+                             "reset_to_zero": list(kernel.autotune.reset_to_zero),
+                             "restore_value": list(kernel.autotune.restore_value)}
     entry.update(rule_entries(kernel))
     return entry
 

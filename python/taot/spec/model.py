@@ -76,6 +76,17 @@ class ConfigField:
 
 
 @dataclass(frozen=True)
+class AutotuneSpec:
+    """How the runtime tunes a kernel at the first launch of each tuning-key value (docs/runtime.md):
+    whether it does unless switched off, the config fields timed (those the config entries vary), and
+    the pointer arguments whose memory timed runs restore."""
+    at_first_call: bool
+    fields: tuple           # config field names, in config order
+    reset_to_zero: tuple = ()
+    restore_value: tuple = ()
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     name: str
     function: str
@@ -92,6 +103,7 @@ class KernelSpec:
     targets: tuple = ()     # targets.Target this kernel is compiled for
     configs: tuple = ()     # config entries (dicts field -> value): @triton.autotune's, then the spec's
     tuning_key: tuple = ()  # names whose values key tuned tables
+    autotune: AutotuneSpec = None  # first-call autotuning; None: never (no key, or fewer than two configs)
     heuristics: tuple = ()  # (field, expressions.Rule) in evaluation order
     requires: tuple = ()    # expressions.Rule every launched variant must satisfy
     tuning: tuple = ()      # absolute paths of the tuned-table files to bake in, in spec order

@@ -16,7 +16,7 @@ from .. import triton_api
 from ..triton_api import compiler as triton_compiler, options as triton_options
 from .expressions import ExpressionProblem, grid_from_python, parse_grid, parse_rule, parse_where, rule_as_filter, rule_literal_results
 from .arg_kinds import ARG_KINDS, SPEC_KEY_OWNERS
-from .model import ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, SCALAR, STRING, TENSORDESC, ArgSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues
+from .model import ALIGN_ANY, BOOL, CONSTEXPR, DTYPE, FLOAT, HINT_NONE, INT, POINTER, POINTER_NONE, SCALAR, STRING, TENSORDESC, ArgSpec, AutotuneSpec, ConfigField, KernelSpec, LibrarySpec, OptionValues
 from .cpp_names import RESERVED_WORDS, kernel_name_problem
 from .file import read_spec_file
 from .targets import KNOWN_CAPABILITIES, accepted_target_names, parse_target
@@ -51,7 +51,12 @@ KERNEL_KEYS = {
     "launch_args": "a table of int arguments the grid uses that the function does not take",
     "requires": "rules every launched variant must satisfy, such as \"n_cols <= BLOCK_SIZE\"",
     "tuning": "tuned-table files to bake in (taot's or vLLM's JSON), relative to the spec; globs allowed",
+    "autotune": "a table: at_first_call, reset_to_zero, restore_value (default: @triton.autotune's)",
 }
+AUTOTUNE_KEYS = {"at_first_call": "true to time the configs at each key's first launch (default: true for "
+                                  "@triton.autotune's configs)",
+                 "reset_to_zero": "pointer arguments whose memory timed runs restore (as @triton.autotune's)",
+                 "restore_value": "pointer arguments whose memory timed runs restore (as @triton.autotune's)"}
 ARG_KEYS = {"type": 'a type such as "*fp32", "*T", "i32" or "tensordesc<T[BLOCK_M, BLOCK_K]>"', "align": '16 and/or "any"',
             "hint": '1, 16 and/or "none"', "constexpr": "a list of compile-time values",
             "dtype": "a list of dtype names or a type variable",
@@ -227,12 +232,14 @@ def _kernel(node, spec_folder, library_targets, targets_overridden, device):
     where += _rule_filters(node, heuristics, requires, args, fields, typevars)
     tuning_key, key_notes = _tuning_key(node, decorated, args, fields)
     tuning = _tuning_files(node.key("tuning"), spec_folder)
+    autotune = _autotune(node.key("autotune"), decorated, args, fields, entries, tuning_key)
     cache_key = _cache_key(function_node, jit_function, source)
     return KernelSpec(name=name, function=function, source=source, cache_key=cache_key, module=found.source.module,
                       config_targets=config_targets, target_cache_keys=kernel_ref.target_cache_keys(found),
                       grid_text=grid_text, grid=grid, where=where, typevars=typevars, args=tuple(args),
                       options=options, config=fields, key=node.path, targets=tuple(targets),
-                      configs=tuple(entries), tuning_key=tuning_key, heuristics=heuristics, requires=requires,
+                      configs=tuple(entries), tuning_key=tuning_key, autotune=autotune, heuristics=heuristics,
+                      requires=requires,
                       tuning=tuning, parameter_names=tuple(param.name for param in jit_function.params),
                       notes=_notes(decorated) + found.notes + tuple(heuristic_notes) +
                       _uncompiled_heuristic_results(heuristic_nodes, heuristics, fields) +
@@ -273,7 +280,8 @@ def _notes(decorated):
     if autotune is not None:
         if autotune.pruning:
             notes.append(f"@triton.autotune prune_configs_by ({', '.join(autotune.pruning)}) prunes at run time; "
-                         "taot compiles every config")
+                         "taot compiles every config, and first-call autotuning times every one that takes the "
+                         "call's arguments")
         notes += list(autotune.notes)
     return tuple(notes)
 
@@ -1128,6 +1136,41 @@ def _tuning_key(node, decorated, args, fields):
             raise item.error(f"an int argument or an int or bool config field ({', '.join(usable) or 'none'}), or "
                              f"tuning_key = [] for no key{also}", f'"{name}", {what}')
     return tuple(names), tuple(notes)
+
+
+def _autotune(node, decorated, args, fields, entries, tuning_key):
+    """The kernel's AutotuneSpec, or None when there is nothing to tune at first call: no tuning key,
+    or config entries that vary no field. The spec's `autotune` table overrides the decorator's
+    reset_to_zero / restore_value and the default of at_first_call (true for @triton.autotune)."""
+    decorator = decorated.autotune
+    if node.present():
+        node.table("a table such as { at_first_call = true, reset_to_zero = [\"c_ptr\"] }", AUTOTUNE_KEYS)
+    varied = [field.name for field in fields if len({repr(entry.get(field.name)) for entry in entries}) > 1]
+    if not tuning_key or not varied:
+        if node.present():
+            why = "no tuning key" if not tuning_key else "no config list that varies a field (configs)"
+            raise node.error("a kernel with a tuning key and several configs", f"an autotune table for a kernel "
+                                                                                f"with {why}")
+        return None
+    at_first_call = node.key("at_first_call")
+    if at_first_call.present() and not isinstance(at_first_call.value, bool):
+        raise at_first_call.error("true or false")
+    pointers = [arg.name for arg in args if arg.kind == POINTER and arg.is_runtime]
+    buffers = {}
+    for name in ("reset_to_zero", "restore_value"):
+        given = node.key(name)
+        if given.present():
+            names = [item for item in given.value_list("pointer argument names")] if given.value != [] else []
+        else:
+            source = Node(node.file, f"{node.path.rsplit('.', 1)[0]}.function(@triton.autotune).{name}", None)
+            names = [Node(source.file, f"{source.path}[{index}]", value)
+                     for index, value in enumerate(getattr(decorator, name, ()) if decorator else ())]
+        for item in names:
+            if item.value not in pointers:
+                raise item.error(f"a pointer argument ({', '.join(pointers) or 'none'})")
+        buffers[name] = tuple(item.value for item in names)
+    return AutotuneSpec(at_first_call=at_first_call.value if at_first_call.present() else decorator is not None,
+                        fields=tuple(varied), **buffers)
 
 
 def _tuning_files(node, spec_folder):

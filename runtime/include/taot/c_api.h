@@ -93,13 +93,15 @@ typedef struct taot_config_value {
 } taot_config_value;
 
 /* How a launch's config was chosen: the variant named by the caller, the config asked for, the
- * tuned table for the device, the kernel's heuristics, or the default config. */
+ * tuned table for the device, the kernel's heuristics, the default config, or the config timed
+ * fastest at the first call of the key (autotuning at first call). */
 typedef enum taot_step {
   TAOT_STEP_VARIANT = 0,
   TAOT_STEP_CONFIG = 1,
   TAOT_STEP_TABLE = 2,
   TAOT_STEP_HEURISTICS = 3,
-  TAOT_STEP_DEFAULT = 4
+  TAOT_STEP_DEFAULT = 4,
+  TAOT_STEP_AUTOTUNED = 5
 } taot_step;
 
 /* A kernel of a generated library. Owned by the library; valid for the life of the process. */
@@ -151,7 +153,8 @@ taot_status taot_launch_ex(taot_kernel* kernel, CUstream stream, const taot_arg*
 taot_status taot_kernel_choose(taot_kernel* kernel, const taot_arg* args, size_t arg_count,
                                const taot_config_value* config, size_t config_count, size_t* variant_index,
                                taot_step* step);
-/* "variant", "config", "table", "heuristics", "default"; "unknown" for anything else. */
+/* "variant", "config", "table", "heuristics", "default", "autotuned at first call"; "unknown" for
+ * anything else. */
 const char* taot_step_name(taot_step step);
 
 /* Tuned tables loaded at run time (docs/tuning.md): reads the file at `path` (taot's format or
@@ -160,6 +163,19 @@ const char* taot_step_name(taot_step step);
 taot_status taot_kernel_load_tuning(taot_kernel* kernel, const char* path, const char* device);
 /* Drops every loaded table: the tables baked into the library apply again. */
 taot_status taot_kernel_reset_tuning(taot_kernel* kernel);
+
+/* First-call autotuning (taot::set_autotune, Kernel::set_autotune, docs/runtime.md): `mode` 1 on,
+ * 0 off, -1 each kernel's default (process) or the process's setting (kernel). */
+void taot_set_autotune(int mode);
+taot_status taot_kernel_set_autotune(taot_kernel* kernel, int mode);
+/* The folder first-call results persist in (taot::set_autotune_dir); NULL or "" for none. */
+void taot_set_autotune_dir(const char* path);
+/* Tunes the key of these arguments ahead of time, as a launch would (before a CUDA graph capture),
+ * and gives the choice a launch makes now; either output may be null. */
+taot_status taot_kernel_warmup(taot_kernel* kernel, CUstream stream, const taot_arg* args, size_t arg_count,
+                               size_t* variant_index, taot_step* step);
+/* Drops the kernel's first-call results in this process. */
+taot_status taot_kernel_reset_autotune(taot_kernel* kernel);
 
 /* Load every variant's module in the current context / unload them. */
 taot_status taot_kernel_preload(taot_kernel* kernel);
@@ -174,7 +190,7 @@ taot_status taot_release_scratch(void);
 
 /* The version of the tables and of this C ABI that a library was generated for; a tool walking a
  * library checks taot_library_abi_version() against it. */
-#define TAOT_ABI_VERSION 4  /* 2: images carry their Triton, ptxas and launch ABI; 3: tuning keys may name config fields, fields may be required, kernels list their parameters; 4: "scalar" arguments (None, int or float at launch) */
+#define TAOT_ABI_VERSION 5  /* 2: images carry their Triton, ptxas and launch ABI; 3: tuning keys may name config fields, fields may be required, kernels list their parameters; 4: "scalar" arguments (None, int or float at launch); 5: kernels say how to autotune at first call */
 
 /* A generated library, as tools walk it (`<library>_library()`): its kernels, their variants and
  * each variant's images with their launch facts. */

@@ -232,6 +232,24 @@ struct TuningKeyPart {
   bool field;
 };
 
+// First-call autotuning (docs/runtime.md, "Autotuning at first call"): when a launch leaves the
+// config to the runtime and no tuned table covers its device, the runtime times the compiled
+// configs that take the call's arguments, per value of the tuning key, and keeps the fastest.
+// `fields`: the config fields the kernel's config list sets (the ones timed; the others come from
+// the caller, the heuristics or the default). `reset_to_zero`, `restore_value`: call arguments
+// (pointers) whose memory the timed runs may change, restored before every timed run and before
+// the call's own launch. `at_first_call`: on unless switched off (the configs came from
+// @triton.autotune, as Triton's JIT tunes them); else off unless switched on.
+struct Autotune {
+  bool at_first_call;
+  const std::uint16_t* fields;
+  std::uint16_t field_count;
+  const std::uint16_t* reset_to_zero;
+  std::uint16_t reset_count;
+  const std::uint16_t* restore_value;
+  std::uint16_t restore_count;
+};
+
 struct KernelTable {
   const char* library;
   const char* name;
@@ -261,6 +279,9 @@ struct KernelTable {
   // constexprs by position as Triton's JIT takes them; null when not recorded.
   const char* const* parameters;
   std::uint16_t parameter_count;
+  // How the runtime tunes the kernel at a key's first call; null: it does not (no tuning key, or
+  // fewer than two configs).
+  const Autotune* autotune;
 };
 
 }  // namespace taot::table

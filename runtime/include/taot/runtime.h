@@ -288,7 +288,8 @@ class Selection {
 
 // How a launch's config was chosen (docs/runtime.md, "How a launch picks its config"): the
 // variant the caller named; the config the caller asked for; the tuned table for this device;
-// the kernel's heuristics; the default config. Every step but `variant` keeps to the kernel's
+// the config timed fastest at the first launch of the call's key (autotuning at first call); the
+// kernel's heuristics; the default config. Every step but `variant` keeps to the kernel's
 // requirements.
 enum class Step : std::uint8_t {
   variant = TAOT_STEP_VARIANT,
@@ -296,8 +297,9 @@ enum class Step : std::uint8_t {
   table = TAOT_STEP_TABLE,
   heuristics = TAOT_STEP_HEURISTICS,
   fallback = TAOT_STEP_DEFAULT,
+  autotuned = TAOT_STEP_AUTOTUNED,
 };
-// "variant", "config", "table", "heuristics", "default".
+// "variant", "config", "table", "heuristics", "default", "autotuned at first call".
 const char* step_name(Step step) noexcept;
 
 // The variant a launch would use and the step that chose it.
@@ -399,6 +401,25 @@ class Kernel {
   // Drops every loaded table: the baked ones apply again.
   Status reset_tuning();
 
+  // First-call autotuning (docs/runtime.md, "Autotuning at first call"), for a kernel whose
+  // library says how (a tuning key and several configs): the first launch of each key value on a
+  // device with no tuned table times the configs that take the call's arguments and keeps the
+  // fastest. warmup() does that ahead of time (before a CUDA graph capture, where nothing is
+  // timed): it tunes the key of these arguments as a launch would, on their memory (restoring what
+  // the kernel's reset_to_zero and restore_value arguments name), launches nothing else, and
+  // returns the choice a launch makes now. Fails as a launch would, and when the results could not
+  // be written to the autotune folder (the key is tuned all the same).
+  Expected<Choice> warmup(CUstream stream, const taot_arg* args, std::size_t arg_count,
+                          const Selection& selection = Selection::automatic());
+  Expected<Choice> warmup(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                          const Grid& grid);
+  // This kernel's switch: on, off, or (nullopt) the process's (set_autotune). Safe while other
+  // threads launch: launches that start after it see it.
+  Status set_autotune(std::optional<bool> on);
+  // Drops this kernel's first-call results in this process: each key is tuned again at its next
+  // launch (the files in the autotune folder stay).
+  Status reset_autotune();
+
   // Loads the modules of every variant that has a cubin for the current context's device (fails
   // when none has).
   Status preload();
@@ -418,6 +439,8 @@ class Kernel {
   // before it has done anything); `grid` null: the kernel's grid programs.
   Status launch_any(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
                     const Grid* grid);
+  Expected<Choice> warmup_any(CUstream stream, const taot_arg* args, std::size_t arg_count, const Selection& selection,
+                              const Grid* grid);
   const table::KernelTable* table_;
   std::atomic<detail::KernelState*> state_{nullptr};
 };
@@ -475,5 +498,16 @@ Status release_scratch();
 // replaces $TAOT_PRINTF_FIFO_BYTES. Call it before the first launch; the driver refuses a new size
 // once a printing kernel has run in the context. Thread-safe.
 Status set_printf_fifo_size(std::size_t bytes);
+
+// First-call autotuning for every kernel of the process: on, off, or (nullopt) each kernel's
+// default, which is on for kernels whose configs came from @triton.autotune (as Triton's JIT tunes
+// them) and off for the others. A kernel's own switch (Kernel::set_autotune) wins. Replaces
+// $TAOT_AUTOTUNE ("1"/"on", "0"/"off"). Thread-safe; launches that start after it see it.
+void set_autotune(std::optional<bool> on) noexcept;
+// The folder first-call results persist in, <path>/<library>/<kernel>/<device>.json in taot's
+// tuned-table format (naming the library and its build; `taot gen --tuning` bakes such a file in),
+// read when a kernel is first used, so that a process tunes only the keys no earlier one did.
+// Replaces $TAOT_AUTOTUNE_DIR; "" keeps results in memory only. Set it before the first launch.
+void set_autotune_dir(const std::string& path);
 
 }  // namespace taot

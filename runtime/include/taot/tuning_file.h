@@ -41,6 +41,8 @@ struct TuningFile {
   std::string source;                 // where it came from, for messages
   TuningFormat format = TuningFormat::taot;
   std::string kernel;                 // taot format: the kernel it is for; vLLM: ""
+  std::string library;                // taot format, when recorded: the library the table was made for
+  std::string library_id;             // taot format, when recorded: the build it was timed on (autotune.h)
   std::string device;                 // "" for any device
   table::TuningMatch match = table::TuningMatch::nearest;
   std::vector<std::string> key;       // taot: the key's argument names; vLLM: empty (one value)
@@ -60,6 +62,11 @@ Expected<TuningFile> parse_tuning_file(std::string_view text, const std::string&
 
 // Reads the file at `path` as parse_tuning_file does (messages name `path`).
 Expected<TuningFile> read_tuning_file(const std::string& path, std::string_view device = {});
+
+// `file` in taot's format (parse_tuning_file reads it back): schema, kernel, library and
+// library_id when set, device, match, key and entries, each config's values as their kinds write
+// them. Two-space indented JSON, one line per entry.
+std::string tuning_file_text(const TuningFile& file);
 
 // Whether device name `a` is `b`, with '_' and ' ' the same character (vLLM's file names).
 bool same_device_name(std::string_view a, std::string_view b) noexcept;

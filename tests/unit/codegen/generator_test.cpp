@@ -163,7 +163,7 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   EXPECT_THAT(source, HasSubstr("const taot::Library library(TAOT_ABI_VERSION, \"demo\", kernel_list, 4);\n"));
   EXPECT_THAT(source, HasSubstr("const taot_library* demo_library(void) { return demo::detail::library.handle(); }\n"));
   // Kernels without call arguments or fields use null tables.
-  EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1,\n    targets, 1, nullptr, 0, nullptr, 0,\n    nullptr, 0, nullptr, 0, nullptr,\n    0};"));
+  EXPECT_THAT(source, HasSubstr("    \"demo\", \"noop\", {\"1\", \"1\", \"1\"},\n    nullptr, 0, nullptr, 0, variants, 1,\n    targets, 1, nullptr, 0, nullptr, 0,\n    nullptr, 0, nullptr, 0, nullptr,\n    0, nullptr};"));
   EXPECT_THAT(source, HasSubstr("kernel.launch(stream, nullptr, 0, taot::Selection::config(nullptr));"));
   // Grid text with quotes, backslashes and trigraph-like sequences is escaped.
   EXPECT_THAT(source, HasSubstr("\"-(-(stream * 2 + 3)) /* \\042quoted\\042 \\077\\077/ */\", \"max(stream, 4)\", \"1 \\134\""));
@@ -195,7 +195,12 @@ TEST_F(GeneratorTest, SchemaTwoFeaturesReachTheTablesAndComments) {
                                 "{taot::table::GridOp::min, 0, 0}"));
   EXPECT_THAT(source, HasSubstr("variant_1_images, 1},\n"));
   EXPECT_THAT(source, HasSubstr("args, 4, fields, 2, variants, 3,\n    targets, 2, tuning_key, 1, heuristics, 1,\n"
-                                "    requirements, 1, tuned, 1, parameters,\n    5};"));
+                                "    requirements, 1, tuned, 1, parameters,\n    5, &autotune};"));
+  // First-call autotuning: the fields timed and the buffers restored, as indexes.
+  EXPECT_THAT(source, HasSubstr("constexpr std::uint16_t autotune_fields[] = {0, 1};\n"
+                                "constexpr std::uint16_t autotune_reset[] = {0};\n"
+                                "constexpr taot::table::Autotune autotune = {true, autotune_fields, 2, autotune_reset,\n"
+                                "                                            1, nullptr, 0};"));
   // The function's parameters in order (for constexprs given by position); a field the function has
   // no default for is required.
   EXPECT_THAT(source, HasSubstr("constexpr const char* parameters[] = {\"x_ptr\", \"bias_ptr\", \"n\", \"ACTIVATION\", \"EVEN\"};"));

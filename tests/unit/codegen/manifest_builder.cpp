@@ -257,6 +257,7 @@ ManifestBuilder::ManifestBuilder(std::filesystem::path dir) : dir_(std::move(dir
       {"targets", {"sm_80", "sm_90a"}},
       {"grid", {"min(n_rows, num_sms)", "1", "1"}},
       {"tuning_key", {"n"}},
+      {"autotune", {{"at_first_call", true}, {"fields", {"num_warps", "ACTIVATION"}}, {"reset_to_zero", {"x_ptr"}}}},
       {"parameters", {"x_ptr", "bias_ptr", "n", "ACTIVATION", "EVEN"}},  // EVEN: kept at its default
       {"heuristics",
        {{{"field", "num_warps"},

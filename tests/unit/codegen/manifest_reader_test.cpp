@@ -450,6 +450,11 @@ TEST_F(ManifestReaderTest, ReadsSchemaTwoFeatures) {
   EXPECT_EQ(features.targets, (std::vector<std::string>{"sm_80", "sm_90a"}));
   EXPECT_EQ(read->kernels[1].targets, std::vector<std::string>{"sm_90a"});
   EXPECT_EQ(features.tuning_key, std::vector<std::string>{"n"});
+  ASSERT_TRUE(features.autotune.has_value());
+  EXPECT_TRUE(features.autotune->at_first_call);
+  EXPECT_EQ(features.autotune->fields, (std::vector<std::size_t>{0, 1}));  // config order: ACTIVATION, num_warps
+  EXPECT_EQ(features.autotune->reset_to_zero, std::vector<std::size_t>{0});
+  EXPECT_TRUE(features.autotune->restore_value.empty());
   ASSERT_EQ(features.heuristics.size(), 1u);
   EXPECT_EQ(features.heuristics[0].field, "num_warps");
   EXPECT_EQ(features.heuristics[0].rule.expression, "4 if n < 4096 else 8");
@@ -475,6 +480,7 @@ TEST_F(ManifestReaderTest, ReadsSchemaTwoFeatures) {
   // Optional keys: a kernel without a tuning key or heuristics reads as empty lists.
   EXPECT_TRUE(read->kernels[0].tuning_key.empty());
   EXPECT_TRUE(read->kernels[0].heuristics.empty());
+  EXPECT_FALSE(read->kernels[0].autotune.has_value());
 }
 
 class SchemaTwoErrorTest : public ManifestReaderTest {
@@ -511,6 +517,30 @@ TEST_F(SchemaTwoErrorTest, ImagesFollowTheKernelsTargetsEachAtMostOnce) {
   images.erase(0);
   images.erase(0);
   EXPECT_THAT(error_of(), HasSubstr("kernels[3].variants[0].images: expected at least one entry, got none"));
+}
+
+TEST_F(SchemaTwoErrorTest, AutotuneNamesConfigFieldsAndPointersOfAKeyedKernel) {
+  nlohmann::json& autotune = features["autotune"];
+  autotune["fields"] = {"BLOCK"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].autotune.fields[0]: \"BLOCK\" is not a config field of the kernel"));
+  autotune["fields"] = {"num_warps", "num_warps"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].autotune.fields[1]: \"num_warps\" is listed twice"));
+  autotune["fields"] = nlohmann::json::array();
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].autotune.fields: expected at least one entry, got none"));
+  autotune["fields"] = {"num_warps"};
+  autotune["reset_to_zero"] = {"n"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].autotune.reset_to_zero[0]: \"n\" is an argument of kind int; the "
+                                    "runtime restores the memory of pointers"));
+  autotune["reset_to_zero"] = nlohmann::json::array();
+  autotune["restore_value"] = {"y_ptr"};
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].autotune.restore_value[0]: \"y_ptr\" is not an argument of kernel features"));
+  autotune.erase("restore_value");
+  autotune.erase("at_first_call");
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].autotune.at_first_call: missing"));
+  autotune["at_first_call"] = false;
+  EXPECT_TRUE(read_manifest(builder.write()).ok());
+  features.erase("tuning_key");
+  EXPECT_THAT(error_of(), HasSubstr("kernels[3].autotune: a kernel tuned at first call needs a \"tuning_key\""));
 }
 
 TEST_F(SchemaTwoErrorTest, TuningKeyNamesCallArguments) {

@@ -228,8 +228,40 @@ struct FakeEntryPoints {
     if (start_state == nullptr || stop_state == nullptr || *start_state != 1 || *stop_state != 1)
       return CUDA_ERROR_INVALID_HANDLE;
     ++fake.elapsed_queries_;
+    if (fake.launch_ms) {
+      *milliseconds = launches_between(fake, reinterpret_cast<std::uintptr_t>(start), reinterpret_cast<std::uintptr_t>(stop));
+      return CUDA_SUCCESS;
+    }
     *milliseconds = fake.next_elapsed_ < fake.scripted_elapsed_.size() ? fake.scripted_elapsed_[fake.next_elapsed_++]
                                                                        : fake.default_elapsed_ms;
+    return CUDA_SUCCESS;
+  }
+  // launch_ms summed over the launches between the last records of `start` and `stop`. Lock held.
+  static float launches_between(const FakeDriver& fake, std::uint64_t start, std::uint64_t stop) {
+    const auto& operations = fake.operations_;
+    std::size_t begin = operations.size(), end = operations.size();
+    for (std::size_t o = operations.size(); o-- > 0;) {
+      if (operations[o].kind != RecordedOperation::Kind::event_record) continue;
+      if (end == operations.size() && operations[o].handle == stop) end = o;
+      if (operations[o].handle == start && o < end) {
+        begin = o;
+        break;
+      }
+    }
+    float total = 0;
+    for (std::size_t o = begin; o < end; ++o)
+      if (operations[o].kind == RecordedOperation::Kind::launch) total += fake.launch_ms(fake.launches_[operations[o].handle]);
+    return total;
+  }
+  static CUresult memcpy_dtod_async(CUdeviceptr to, CUdeviceptr from, std::size_t bytes, CUstream stream) {
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    RecordedAllocation* source = allocation_of(fake, from, bytes);
+    RecordedAllocation* target = allocation_of(fake, to, bytes);
+    if (source == nullptr || target == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::copy_n(source->contents.begin() + static_cast<std::ptrdiff_t>(from - source->address), bytes,
+                target->contents.begin() + static_cast<std::ptrdiff_t>(to - target->address));
+    put(fake, {RecordedOperation::Kind::copy, stream, to, bytes});
     return CUDA_SUCCESS;
   }
   static CUresult event_destroy(CUevent event) {
@@ -360,6 +392,10 @@ struct FakeEntryPoints {
     if (fake.module_contexts_.at(module) != fake.contexts_.at(context_index(current)).id)
       return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     if (fake.launch_calls_++ >= fake.fail_from_launch) return CUDA_ERROR_LAUNCH_FAILED;
+    if (fake.failing_functions.count(launch.function) != 0) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    if (fake.launches_accumulate && !launch.params.empty())
+      if (RecordedAllocation* allocation = allocation_of(fake, launch.params[0], 1))
+        ++allocation->contents[launch.params[0] - allocation->address];
     put(fake, {RecordedOperation::Kind::launch, launch.stream, fake.launches_.size()});
     fake.launches_.push_back(std::move(launch));
     return fake.launch_result;
@@ -425,6 +461,7 @@ FakeDriver::FakeDriver(std::size_t param_count_hint) : params_per_launch(param_c
   api_.cuGraphDestroy = &FakeEntryPoints::graph_destroy;
   api_.cuMemGetAddressRange = &FakeEntryPoints::mem_get_address_range;
   api_.cuMemcpyDtoH = &FakeEntryPoints::memcpy_dtoh;
+  api_.cuMemcpyDtoDAsync = &FakeEntryPoints::memcpy_dtod_async;
   active_driver = this;
   current = nullptr;
   driver::install_for_testing(&api_);

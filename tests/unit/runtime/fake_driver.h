@@ -1,11 +1,13 @@
 // A recording fake of the CUDA driver table: contexts on fake devices, module loads counted per
 // (context, image), launches recorded with their parameter bytes, stream work (memsets, events,
-// graph replays) in call order, captures into graphs, event timings a test scripts, and the bytes
-// of allocations (cuMemGetAddressRange, cuMemcpyDtoH).
+// graph replays, copies) in call order, captures into graphs, event timings a test scripts or
+// launches take, and the bytes of allocations (cuMemGetAddressRange, cuMemcpyDtoH,
+// cuMemcpyDtoDAsync, launches that accumulate).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -40,12 +42,12 @@ struct RecordedAllocation {
 // One piece of work put on a stream, in call order: outside captures in operations(), during one
 // in its graph's operations.
 struct RecordedOperation {
-  enum class Kind { launch, memset, event_record, graph_launch };
+  enum class Kind { launch, memset, event_record, graph_launch, copy };
   Kind kind;
   CUstream stream;
-  std::uint64_t handle = 0;  // launch: its index in launches(); memset: the address; event_record:
-                             // the event; graph_launch: the executable graph
-  std::uint64_t bytes = 0;   // memset: bytes set
+  std::uint64_t handle = 0;  // launch: its index in launches(); memset, copy: the address written;
+                             // event_record: the event; graph_launch: the executable graph
+  std::uint64_t bytes = 0;   // memset, copy: bytes written
   unsigned value = 0;        // memset: the byte value
 };
 
@@ -148,6 +150,14 @@ class FakeDriver {
   CUresult graph_instantiate_result = CUDA_SUCCESS;  // what cuGraphInstantiateWithFlags returns
   // Launches from this one on (counted from 0, all streams) fail with CUDA_ERROR_LAUNCH_FAILED.
   std::size_t fail_from_launch = ~std::size_t{0};
+  // When set, cuEventElapsedTime gives the GPU time of the launches recorded between the two
+  // events' records (each launch_ms(launch) ms) instead of the script: kernels that take time.
+  std::function<float(const RecordedLaunch&)> launch_ms;
+  // When true, every launch adds 1 to the byte its first parameter points at (inside an
+  // allocation): a kernel that accumulates, as atomics into an output do.
+  bool launches_accumulate = false;
+  // Launches of functions in this set fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.
+  std::set<std::uintptr_t> failing_functions;
 
   // Makes the driver look older than CUDA 12.0: no cuLaunchKernelEx.
   void drop_launch_kernel_ex() { api_.cuLaunchKernelEx = nullptr; }

@@ -275,7 +275,7 @@ struct Chooser {
   Expected<Choice> choose(const taot_arg* args, std::size_t arg_count, const Selection& selection,
                           const detail::DeviceFacts* device, const table::TunedTable* tuned,
                           std::int64_t num_sms) const {
-    return rules.choose(index, args, arg_count, selection, device, tuned, num_sms);
+    return rules.choose(index, args, arg_count, selection, device, detail::TuningInForce{tuned}, num_sms);
   }
 };
 

@@ -34,6 +34,7 @@ std::string work_on(const FakeDriver& fake, CUstream stream) {
       case RecordedOperation::Kind::memset: letters += 'M'; break;
       case RecordedOperation::Kind::event_record: letters += 'E'; break;
       case RecordedOperation::Kind::graph_launch: letters += 'G'; break;
+      case RecordedOperation::Kind::copy: letters += 'C'; break;
     }
   }
   return letters;

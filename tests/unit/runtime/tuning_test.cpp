@@ -201,7 +201,7 @@ TEST(TuningFile, ParseErrorsNameTheSourceTheEntryAndTheValue) {
       {R"({"schema": "taot.tuning"})", "tables/t.json: \"schema_version\" is missing: expected 1"},
       {head + R"("kernal": "x", "entries": [{"key": [1], "config": {}}]})",
        "tables/t.json: unknown key \"kernal\"; the keys are schema, schema_version, kernel, device, match, key, "
-       "entries (and, informational: library, triton_version, measured, note)"},
+       "entries (and, informational: library, library_id, triton_version, measured, note)"},
       {R"({"schema": "taot.tuning", "schema_version": 1, "key": ["M"], "entries": []})",
        "tables/t.json: \"kernel\" is missing: the kernel's name"},
       {R"({"schema": "taot.tuning", "schema_version": 1, "kernel": 3, "key": ["M"], "entries": []})",

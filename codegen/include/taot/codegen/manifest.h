@@ -231,6 +231,15 @@ struct Heuristic {
   Rule rule;
 };
 
+// How the runtime tunes a kernel at a key's first call ("autotune"): the config fields timed, and
+// the call arguments (pointers) whose memory timed runs restore. Needs a tuning key.
+struct Autotune {
+  bool at_first_call = false;              // on by default (the configs came from @triton.autotune)
+  std::vector<std::size_t> fields;         // indexes into Kernel::config, ascending
+  std::vector<std::size_t> reset_to_zero;  // indexes among the call arguments (Kernel::call_arguments)
+  std::vector<std::size_t> restore_value;
+};
+
 struct Kernel {
   std::string name;      // the C++ function name
   std::string function;  // the @triton.jit function's name
@@ -245,6 +254,7 @@ struct Kernel {
   std::vector<std::filesystem::path> tuning;
   std::vector<Heuristic> heuristics;     // in declaration order; may be empty
   std::vector<Rule> requirements;        // "requires": rules every automatic choice satisfies
+  std::optional<Autotune> autotune;      // absent: the runtime never tunes it at first call
   std::vector<Arg> args;                 // every parameter, constexprs included
   std::vector<ConfigField> config;
   std::vector<Variant> variants;

@@ -1,0 +1,456 @@
+// First-call autotuning (autotune.h, docs/runtime.md "Autotuning at first call").
+#include "autotune.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <system_error>
+#include <utility>
+
+#include "config_fields.h"
+#include "driver_objects.h"
+#include "taot/driver_api.h"
+#include "taot/timing.h"
+#include "timing_hooks.h"
+#include "tuning.h"
+
+namespace taot::detail {
+namespace {
+
+// ---- the process's settings ----
+
+constexpr std::int8_t kUnread = -2;
+std::atomic<std::int8_t> process_mode{kUnread};
+std::atomic<std::uint64_t> epoch{1};
+std::mutex dir_mutex;
+bool dir_set = false;  // set_autotune_dir was called: it replaces $TAOT_AUTOTUNE_DIR
+std::string dir_given;
+
+// $TAOT_AUTOTUNE: "1"/"on" and "0"/"off"; anything else (or unset) leaves each kernel's default.
+AutotuneMode mode_from_environment() noexcept {
+  const char* value = std::getenv("TAOT_AUTOTUNE");
+  if (value == nullptr) return AutotuneMode::kernel_default;
+  if (std::strcmp(value, "1") == 0 || std::strcmp(value, "on") == 0) return AutotuneMode::on;
+  if (std::strcmp(value, "0") == 0 || std::strcmp(value, "off") == 0) return AutotuneMode::off;
+  return AutotuneMode::kernel_default;
+}
+
+// A 64-bit FNV-1a digest, fed field by field (each followed by a 0 byte so that "ab","c" and
+// "a","bc" differ).
+class Digest {
+ public:
+  void add(std::string_view text) noexcept {
+    for (unsigned char c : text) mix(c);
+    mix(0);
+  }
+  void add(std::uint64_t value) noexcept {
+    for (int b = 0; b < 8; ++b) mix(static_cast<unsigned char>(value >> (8 * b)));
+  }
+  std::string hex() const {
+    char text[17];
+    std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash_));
+    return text;
+  }
+
+ private:
+  void mix(unsigned char c) noexcept { hash_ = (hash_ ^ c) * 0x100000001b3ULL; }
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+std::string identity_of(const table::KernelTable& table) {
+  Digest digest;
+  digest.add(table.library);
+  digest.add(table.name);
+  for (std::uint16_t f = 0; f < table.field_count; ++f) {
+    const table::ConfigField& field = table.fields[f];
+    digest.add(field.name);
+    for (std::uint16_t v = 0; v < field.value_count; ++v) digest.add(value_text(field, v));
+  }
+  for (std::uint32_t v = 0; v < table.variant_count; ++v) {
+    const table::Variant& variant = table.variants[v];
+    digest.add(variant.id);
+    for (std::uint16_t i = 0; i < variant.image_count; ++i) {
+      digest.add(variant.images[i].target);
+      digest.add(static_cast<std::uint64_t>(variant.images[i].cubin_size));
+    }
+  }
+  return digest.hex();
+}
+
+// A config value index of `field` as a file writes it: dtypes by name.
+TuningValue file_value(const table::ConfigField& field, std::uint16_t index) {
+  TuningValue value = compiled_value(field, index);
+  if (field.kind == table::FieldKind::dtype_value) {
+    value.kind = TuningValue::Kind::text;
+    value.text = dtype_name(static_cast<DType>(field.int_values[index]));
+  }
+  return value;
+}
+
+std::vector<std::string> key_names(const table::KernelTable& table) {
+  std::vector<std::string> names;
+  for (std::uint16_t k = 0; k < table.tuning_key_count; ++k) {
+    const table::TuningKeyPart& part = table.tuning_key[k];
+    names.emplace_back(part.field ? table.fields[part.index].name : table.args[part.index].name);
+  }
+  return names;
+}
+
+// "NVIDIA H100 80GB HBM3" -> "NVIDIA_H100_80GB_HBM3": a device's results file, without its ".json".
+std::string file_stem(std::string_view device) {
+  std::string stem(device);
+  for (char& c : stem)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.')) c = '_';
+  return stem.empty() ? "any_device" : stem;
+}
+
+std::filesystem::path kernel_folder(const std::string& root, const table::KernelTable& table) {
+  return std::filesystem::path(root) / table.library / table.name;
+}
+
+// Writes the device's results where autotune_dir() says, through a file renamed into place (a
+// reader never sees half a file). Fails naming the path.
+Status persist(const AutotuneStore& store, const std::string& device) {
+  const std::string root = autotune_dir();
+  if (root.empty()) return Status();
+  namespace fs = std::filesystem;
+  const fs::path folder = kernel_folder(root, store.table());
+  const fs::path path = folder / (file_stem(device) + ".json");
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error)
+    return Status::error(TAOT_INVALID_ARGUMENT, "first-call autotuning: cannot make " + folder.string() + ": " +
+                                                    error.message());
+  const fs::path temporary = path.string() + ".part" + std::to_string(reinterpret_cast<std::uintptr_t>(&store));
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << tuning_file_text(store.results(device));
+    out.close();
+    if (!out) {
+      fs::remove(temporary, error);
+      return Status::error(TAOT_INVALID_ARGUMENT, "first-call autotuning: cannot write " + temporary.string());
+    }
+  }
+  fs::rename(temporary, path, error);
+  if (error) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    return Status::error(TAOT_INVALID_ARGUMENT, "first-call autotuning: cannot write " + path.string() + ": " +
+                                                    error.message());
+  }
+  return Status();
+}
+
+// ---- timing a key's candidates ----
+
+// The memory of one reset_to_zero / restore_value argument, from its pointer to the end of the
+// allocation it is in (what the driver knows of it), copied aside before tuning.
+struct SavedBuffer {
+  CUdeviceptr address;
+  std::size_t bytes;
+  DeviceMemory copy;
+};
+
+Status driver_failure(const driver::Api& api, const char* call, CUresult result, const std::string& who) {
+  return driver::call_error(api, call, result).with_context(who + ": first-call autotuning");
+}
+
+Expected<std::vector<SavedBuffer>> save_buffers(const driver::Api& api, const table::KernelTable& table,
+                                                const taot_arg* args, CUstream stream, const std::string& who) {
+  std::vector<SavedBuffer> saved;
+  const table::Autotune& autotune = *table.autotune;
+  std::vector<std::uint16_t> indexes(autotune.reset_to_zero, autotune.reset_to_zero + autotune.reset_count);
+  indexes.insert(indexes.end(), autotune.restore_value, autotune.restore_value + autotune.restore_count);
+  if (indexes.empty()) return saved;
+  if (api.cuMemGetAddressRange == nullptr || api.cuMemcpyDtoDAsync == nullptr || api.cuMemAlloc == nullptr)
+    return Status::error(TAOT_NOT_SUPPORTED, who + ": first-call autotuning restores " + table.args[indexes[0]].name +
+                                                 " with cuMemGetAddressRange, cuMemAlloc and cuMemcpyDtoDAsync, "
+                                                 "which this driver lacks");
+  for (std::uint16_t a : indexes) {
+    const CUdeviceptr address = args[a].address;
+    if (address == 0) continue;  // None: nothing to restore
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    if (const CUresult result = api.cuMemGetAddressRange(&base, &size, address); result != CUDA_SUCCESS)
+      return driver_failure(api, "cuMemGetAddressRange", result, who).with_context(table.args[a].name);
+    SavedBuffer buffer{address, static_cast<std::size_t>(base + size - address), DeviceMemory()};
+    CUdeviceptr copy = 0;
+    if (const CUresult result = api.cuMemAlloc(&copy, buffer.bytes); result != CUDA_SUCCESS)
+      return driver_failure(api, "cuMemAlloc", result, who)
+          .with_context("a copy of " + std::string(table.args[a].name) + " (" + std::to_string(buffer.bytes) + " bytes)");
+    buffer.copy = DeviceMemory(api, copy);
+    if (const CUresult result = api.cuMemcpyDtoDAsync(copy, address, buffer.bytes, stream); result != CUDA_SUCCESS)
+      return driver_failure(api, "cuMemcpyDtoDAsync", result, who);
+    saved.push_back(std::move(buffer));
+  }
+  return saved;
+}
+
+Status restore_buffers(const driver::Api& api, const std::vector<SavedBuffer>& saved, CUstream stream,
+                       const std::string& who) {
+  for (const SavedBuffer& buffer : saved)
+    if (const CUresult result = api.cuMemcpyDtoDAsync(buffer.address, buffer.copy.get(), buffer.bytes, stream);
+        result != CUDA_SUCCESS)
+      return driver_failure(api, "cuMemcpyDtoDAsync", result, who);
+  return Status();
+}
+
+// The quick timing every candidate gets, the full one those within kPruneRatio of the best full
+// median so far get (taot tune's defaults), and the rule that picks: the least full median.
+constexpr double kQuickMs = 1.0;
+constexpr double kFullWarmupMs = 2.0;
+constexpr double kFullRepMs = 10.0;
+constexpr double kPruneRatio = 1.15;
+
+}  // namespace
+
+AutotuneMode autotune_mode() noexcept {
+  std::int8_t mode = process_mode.load(std::memory_order_acquire);
+  if (mode == kUnread) {
+    std::int8_t expected = kUnread;
+    process_mode.compare_exchange_strong(expected, static_cast<std::int8_t>(mode_from_environment()),
+                                         std::memory_order_acq_rel);
+    mode = process_mode.load(std::memory_order_acquire);
+  }
+  return static_cast<AutotuneMode>(mode);
+}
+
+std::string autotune_dir() {
+  std::lock_guard<std::mutex> lock(dir_mutex);
+  if (dir_set) return dir_given;
+  const char* value = std::getenv("TAOT_AUTOTUNE_DIR");
+  return value != nullptr ? value : "";
+}
+
+std::uint64_t autotune_epoch() noexcept { return epoch.load(std::memory_order_acquire); }
+void bump_autotune_epoch() noexcept { epoch.fetch_add(1, std::memory_order_acq_rel); }
+
+AutotuneStore::AutotuneStore(const table::KernelTable& table)
+    : table_(table), identity_(table.autotune != nullptr ? identity_of(table) : std::string()) {}
+
+bool AutotuneStore::enabled() const noexcept {
+  if (table_.autotune == nullptr || table_.tuning_key_count == 0) return false;
+  const std::int8_t own = own_switch_.load(std::memory_order_relaxed);
+  if (own >= 0) return own == 1;
+  const AutotuneMode mode = autotune_mode();
+  if (mode != AutotuneMode::kernel_default) return mode == AutotuneMode::on;
+  return table_.autotune->at_first_call;
+}
+
+void AutotuneStore::set_enabled(std::optional<bool> on) noexcept {
+  own_switch_.store(on ? static_cast<std::int8_t>(*on) : std::int8_t{-1}, std::memory_order_relaxed);
+  bump_autotune_epoch();
+}
+
+std::uint64_t AutotuneStore::choice_word(const DeviceFacts* device) const noexcept {
+  if (!enabled()) return 0;
+  const std::uint64_t ordinal = device != nullptr ? device->ordinal & 0x7F : 0;
+  return (std::uint64_t{0x8000} | ordinal << 8 | (autotune_epoch() & 0xFF)) << 48;
+}
+
+AutotuneStore::Found AutotuneStore::find(std::string_view device, const std::int64_t* key,
+                                         std::uint16_t* config) const {
+  const Key wanted(std::string(device), std::vector<std::int64_t>(key, key + table_.tuning_key_count));
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  const auto found = slots_.find(wanted);
+  if (found == slots_.end() || found->second.tuning) return Found::none;
+  if (found->second.next_step) return Found::next_step;
+  std::copy(found->second.config.begin(), found->second.config.end(), config);
+  return Found::config;
+}
+
+bool AutotuneStore::claim(const std::string& device, const std::vector<std::int64_t>& key) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  Key wanted(device, key);
+  for (;;) {
+    auto found = slots_.find(wanted);
+    if (found == slots_.end()) {
+      slots_[wanted].tuning = true;
+      return true;
+    }
+    if (!found->second.tuning) return false;
+    finished_.wait(lock);
+  }
+}
+
+void AutotuneStore::finish(const std::string& device, const std::vector<std::int64_t>& key,
+                           const std::uint16_t* config, bool retry) {
+  {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    const Key wanted(device, key);
+    if (retry) {
+      slots_.erase(wanted);
+    } else {
+      Slot& slot = slots_[wanted];
+      slot.tuning = false;
+      slot.next_step = config == nullptr;
+      if (config != nullptr) slot.config.assign(config, config + table_.field_count);
+    }
+  }
+  finished_.notify_all();
+}
+
+TuningFile AutotuneStore::results(const std::string& device) const {
+  TuningFile file;
+  file.kernel = table_.name;
+  file.library = table_.library;
+  file.library_id = identity_;
+  file.device = device;
+  file.key = key_names(table_);
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (const auto& [key, slot] : slots_) {
+    if (key.first != device || slot.tuning || slot.next_step) continue;
+    TuningEntry& entry = file.entries.emplace_back();
+    entry.key = key.second;
+    for (std::uint16_t f = 0; f < table_.field_count; ++f)
+      if (slot.config[f] != table::kUnsetValue)
+        entry.config.push_back({table_.fields[f].name, file_value(table_.fields[f], slot.config[f])});
+  }
+  return file;
+}
+
+Status AutotuneStore::load(const TuningFile& file) {
+  const auto refused = [&](const std::string& why) {
+    return Status::error(TAOT_INVALID_ARGUMENT, file.source + ": not first-call results of " + table_.library +
+                                                    "::" + table_.name + " as built: " + why);
+  };
+  if (file.format != TuningFormat::taot) return refused("it is not in taot's format");
+  if (file.library != table_.library)
+    return refused("it names library \"" + file.library + "\"");
+  if (file.library_id != identity_)
+    return refused("it was timed on another build (library_id " + file.library_id + ", this build's is " +
+                   identity_ + ")");
+  if (file.device.empty()) return refused("it names no device");
+  Expected<OwnedTable> resolved = resolve_tuning(file, table_);  // the kernel, its key, compiled values
+  if (!resolved.ok()) return std::move(resolved).take_status();
+  {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    for (std::uint32_t e = 0; e < resolved->entry_count; ++e) {
+      const std::int64_t* key = resolved->keys.data() + e * resolved->key_count;
+      const std::uint16_t* config = resolved->configs.data() + e * resolved->field_count;
+      Slot& slot = slots_[Key(file.device, std::vector<std::int64_t>(key, key + resolved->key_count))];
+      if (slot.tuning) continue;
+      slot.next_step = false;
+      slot.config.assign(config, config + resolved->field_count);
+    }
+  }
+  bump_autotune_epoch();
+  return Status();
+}
+
+void AutotuneStore::clear() {
+  {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    for (auto slot = slots_.begin(); slot != slots_.end();)
+      slot = slot->second.tuning ? std::next(slot) : slots_.erase(slot);
+  }
+  bump_autotune_epoch();
+}
+
+void load_autotune_directory(AutotuneStore& store) {
+  namespace fs = std::filesystem;
+  const std::string root = autotune_dir();
+  if (root.empty() || store.table().autotune == nullptr) return;
+  const fs::path folder = kernel_folder(root, store.table());
+  std::error_code error;
+  if (!fs::is_directory(folder, error)) return;
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error))
+    if (it->path().extension() == ".json") files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& path : files) {
+    Expected<TuningFile> file = read_tuning_file(path.string());
+    if (file.ok()) (void)store.load(*file);  // another build's, or damaged: tuned again and rewritten
+  }
+}
+
+Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const taot_arg* args, std::size_t arg_count,
+                const Grid* grid, const DeviceFacts& device, const std::vector<std::int64_t>& key,
+                const std::vector<AutotuneCandidate>& candidates, Status* persisted) {
+  const table::KernelTable& table = kernel.table();
+  const std::string who = std::string(table.library) + "::" + table.name;
+  if (!store.claim(device.name, key)) return Status();  // another thread tuned it meanwhile
+  if (candidates.size() <= 1) {
+    store.finish(device.name, key, candidates.empty() ? nullptr : candidates[0].config.data());
+    *persisted = persist(store, device.name);
+    return Status();
+  }
+  const driver::Api* api = driver::loaded();
+  Expected<std::vector<SavedBuffer>> saved =
+      api != nullptr ? save_buffers(*api, table, args, stream, who) : Expected<std::vector<SavedBuffer>>(Status());
+  if (api == nullptr || !saved.ok()) {
+    store.finish(device.name, key, nullptr, /*retry=*/true);
+    return api == nullptr ? Status::error(TAOT_NO_DRIVER, who + ": first-call autotuning has no driver")
+                          : std::move(saved).take_status();
+  }
+  const BeforeLaunch restore = saved->empty() ? BeforeLaunch() : BeforeLaunch([&](CUstream on) {
+    return restore_buffers(*api, *saved, on, who);
+  });
+
+  TimingOptions quick;
+  quick.warmup_ms = kQuickMs;
+  quick.rep_ms = kQuickMs;
+  TimingOptions full;
+  full.warmup_ms = kFullWarmupMs;
+  full.rep_ms = kFullRepMs;
+  double best = std::numeric_limits<double>::infinity();
+  std::size_t chosen = candidates.size();
+  Status first_failure;
+  struct Unobserved {  // the candidates' launches are not the call's
+    Unobserved() noexcept { tuning_on_this_thread = true; }
+    ~Unobserved() { tuning_on_this_thread = false; }
+  } unobserved;
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    const Selection variant = Selection::variant(candidates[c].variant);
+    Expected<Timings> timed = time_launches(kernel, stream, args, arg_count, variant, grid, quick, restore);
+    if (timed.ok() && timed->stats.median <= best * kPruneRatio)
+      timed = time_launches(kernel, stream, args, arg_count, variant, grid, full, restore);
+    else if (timed.ok())
+      continue;  // far behind the best: not timed in full
+    if (!timed.ok()) {
+      if (first_failure.ok()) first_failure = std::move(timed).take_status();
+      continue;
+    }
+    if (timed->stats.median < best) {
+      best = timed->stats.median;
+      chosen = c;
+    }
+  }
+  Status restored = restore_buffers(*api, *saved, stream, who);
+  if (restored.ok() && api->cuStreamSynchronize != nullptr)
+    if (const CUresult result = api->cuStreamSynchronize(stream); result != CUDA_SUCCESS)
+      restored = driver_failure(*api, "cuStreamSynchronize", result, who);
+  if (chosen == candidates.size() || !restored.ok()) {
+    store.finish(device.name, key, nullptr, /*retry=*/true);
+    if (!restored.ok()) return restored;
+    return std::move(first_failure).with_context(who + ": first-call autotuning: no candidate could be timed");
+  }
+  store.finish(device.name, key, candidates[chosen].config.data());
+  *persisted = persist(store, device.name);
+  return Status();
+}
+
+}  // namespace taot::detail
+
+namespace taot {
+
+void set_autotune(std::optional<bool> on) noexcept {
+  const detail::AutotuneMode mode = on ? (*on ? detail::AutotuneMode::on : detail::AutotuneMode::off)
+                                       : detail::AutotuneMode::kernel_default;
+  detail::process_mode.store(static_cast<std::int8_t>(mode), std::memory_order_release);
+  detail::bump_autotune_epoch();
+}
+
+void set_autotune_dir(const std::string& path) {
+  std::lock_guard<std::mutex> lock(detail::dir_mutex);
+  detail::dir_set = true;
+  detail::dir_given = path;
+}
+
+}  // namespace taot
