@@ -2,8 +2,10 @@
 // tuned table, grid, function lookup, parameters) over a driver whose entry points return at once.
 // Runs anywhere (no GPU); run it under `valgrind --tool=callgrind` for instructions per launch.
 // Prints ns per launch for the automatic vector_add launch, for the same kernel with rules and a
-// 20-entry tuned table (RuledAddKernel), and for that kernel with num_warps asked for (as bind() and
-// config keywords from Python pass a config), side by side, interleaved rounds, medians.
+// 20-entry tuned table (RuledAddKernel), for that kernel with num_warps asked for (as bind() and
+// config keywords from Python pass a config), and for it with its key tuned at first call instead
+// of the table (the first launch times the configs; the rounds measure hits), side by side,
+// interleaved rounds, medians.
 // `bench_launch_path_cpu [LAUNCHES] [off|observer|profile] [DRIVER_KIB]`: with no observer (the
 // default), with an observer whose callbacks do nothing, or with the profiler on ($TAOT_PROFILE set
 // before the first launch; the trace of every launch is written at exit to
@@ -102,6 +104,14 @@ CUresult event_elapsed(float* milliseconds, CUevent, CUevent) {
   return CUDA_SUCCESS;
 }
 CUresult event_destroy(CUevent) { return CUDA_SUCCESS; }
+// Memory and streams, for first-call autotuning's timing (its L2 flush buffer).
+CUresult mem_alloc(CUdeviceptr* address, std::size_t) {
+  *address = 0x5000;
+  return CUDA_SUCCESS;
+}
+CUresult mem_free(CUdeviceptr) { return CUDA_SUCCESS; }
+CUresult memset_async(CUdeviceptr, unsigned char, std::size_t, CUstream) { return CUDA_SUCCESS; }
+CUresult stream_synchronize(CUstream) { return CUDA_SUCCESS; }
 
 taot::driver::Api api() {
   taot::driver::Api table;
@@ -126,6 +136,10 @@ taot::driver::Api api() {
   table.cuEventSynchronize = event_synchronize;
   table.cuEventElapsedTime = event_elapsed;
   table.cuEventDestroy = event_destroy;
+  table.cuMemAlloc = mem_alloc;
+  table.cuMemFree = mem_free;
+  table.cuMemsetD8Async = memset_async;
+  table.cuStreamSynchronize = stream_synchronize;
   return table;
 }
 }  // namespace null_driver
@@ -159,6 +173,7 @@ int main(int argc, char** argv) {
   const std::int32_t n = 1024;
   const taot_arg args[] = {taot::arg(x), taot::arg(y), taot::arg(out), taot::arg(n)};
   RuledAddKernel ruled(vector_add::add_kernel_kernel().table());
+  RuledAddKernel autotuned(vector_add::add_kernel_kernel().table(), /*autotuned=*/true);
   // A config asked for, as a bound launcher (bind(num_warps=4)) or config keywords pass it: the
   // rules still choose the fields it leaves and check its requirement.
   std::vector<taot::FieldRequest> asked(ruled.kernel().table().field_count);
@@ -175,6 +190,8 @@ int main(int argc, char** argv) {
       {"rules + 20-entry table", [&] { return ruled.kernel().launch(nullptr, args, 4).ok(); }, {}},
       {"rules + table, num_warps=4 asked", [&] { return ruled.kernel().launch(nullptr, args, 4, asked_config).ok(); },
        {}},
+      // Its first launch (below, before the rounds) tunes the key: every later one is a hit.
+      {"rules + key autotuned at first call", [&] { return autotuned.kernel().launch(nullptr, args, 4).ok(); }, {}},
   };
   for (Path& path : paths)
     if (!path.launch()) {

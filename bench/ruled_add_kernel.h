@@ -1,6 +1,7 @@
 // RuledAddKernel: vector_add's add_kernel with launch-time rules added, for the launch benchmarks.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -14,10 +15,12 @@
 //               num_warps = 8 if BLOCK_SIZE > 1024 else 4
 //   requires:   n_elements <= BLOCK_SIZE * 65535
 //   a tuned table keyed by n_elements (1, 2, 4, ..., 2^19: 20 entries) giving BLOCK_SIZE only,
-//   num_warps left to its heuristic.
+//   num_warps left to its heuristic;
+// or, with `autotuned`, no tuned table and BLOCK_SIZE x num_warps tuned at the first launch of
+// each n_elements (as @triton.autotune(key=["n_elements"]) over those configs).
 class RuledAddKernel {
  public:
-  explicit RuledAddKernel(const taot::table::KernelTable& base) : table_(base) {
+  explicit RuledAddKernel(const taot::table::KernelTable& base, bool autotuned = false) : table_(base) {
     using taot::table::RuleOp;
     const auto field = [&](const char* name) {
       for (std::uint16_t f = 0; f < base.field_count; ++f)
@@ -55,12 +58,20 @@ class RuledAddKernel {
     table_.tuning_key_count = 1;
     table_.tuned = &tuned_;
     table_.tuned_count = 1;
+    if (autotuned) {
+      table_.tuned = nullptr;
+      table_.tuned_count = 0;
+      autotune_fields_[0] = std::min(block, warps);
+      autotune_fields_[1] = std::max(block, warps);
+      autotune_ = {true, autotune_fields_, 2, nullptr, 0, nullptr, 0};
+      table_.autotune = &autotune_;
+    }
   }
   RuledAddKernel(const RuledAddKernel&) = delete;
   taot::Kernel& kernel() { return kernel_; }
 
  private:
-  static constexpr std::uint16_t kTuningKey[] = {3};
+  static constexpr taot::table::TuningKeyPart kTuningKey[] = {{3, false}};
   taot::table::KernelTable table_;
   std::vector<taot::table::RuleInstr> block_code_, warps_code_, requires_code_;
   taot::table::Heuristic heuristics_[2];
@@ -68,5 +79,7 @@ class RuledAddKernel {
   std::vector<std::int64_t> keys_;
   std::vector<std::uint16_t> configs_;
   taot::table::TunedTable tuned_;
+  std::uint16_t autotune_fields_[2] = {};
+  taot::table::Autotune autotune_{};
   taot::Kernel kernel_{table_};
 };

@@ -8,6 +8,9 @@
 #                                      the MoE layer and the examples against torch and Triton JIT
 #   scripts/gpu.sh measure [FIGURE...] the figures of taot tune and bench: tune, jit, ncu (default:
 #                                      all three), tune-scaling (one GPU, then every GPU; $TUNE_SPEC)
+#   scripts/gpu.sh autotune            first-call autotuning: its GPU tests (tests/autotune), the
+#                                      first call and steady state against the JIT's autotuner, and
+#                                      launch cost with it (C++ null driver; Python, empty grid)
 #   scripts/gpu.sh multi               the multi-GPU tests (needs 2 or more GPUs)
 #   scripts/gpu.sh install WHEEL       the wheel in a new virtual environment over this Python; a
 #                                      project outside the tree (tests/install/consumer) builds against
@@ -123,6 +126,24 @@ command_bench() {
   PYTHONPATH=$softmax:$PYTHONPATH TAIL=30 run softmax_vs_torch python3 bench/softmax_vs_torch.py
   PYTHONPATH=$layer_norm:$PYTHONPATH TAIL=30 run layer_norm_vs_torch python3 bench/layer_norm_vs_torch.py
   PYTHONPATH=$matmul:$PYTHONPATH TAIL=30 run matmul_vs_cublas python3 bench/matmul_vs_cublas.py
+}
+
+command_autotune() {
+  facts
+  step "first-call autotuning: GPU tests (tests/autotune)"
+  TAIL=8 run autotune_tests python3 -m pytest -q -m gpu tests/autotune
+  local first_call vector_add fused_moe
+  if ! { first_call=$(modules tests/autotune/autotune.toml) && vector_add=$(modules examples/vector_add/vector_add.toml) \
+      && fused_moe=$(modules examples/fused_moe/fused_moe.toml); }; then
+    fail "module builds"
+    return
+  fi
+  step "first call and steady state against Triton's JIT autotuner"
+  PYTHONPATH=$first_call:$PYTHONPATH TAIL=14 run first_call_autotune python3 bench/first_call_autotune.py
+  step "CPU cost per call from Python (empty grid), and per launch in C++ (null driver)"
+  PYTHONPATH=$vector_add:$fused_moe:$PYTHONPATH TAIL=30 run python_launch_overhead python3 bench/python_launch_overhead.py
+  build_cpp || return
+  run launch_path_cpu "$work/cmake/bench/bench_launch_path_cpu"
 }
 
 # tune_figure GPUS NAME LIBRARY_FOLDER: taot tune over GPUS (--gpus: all, a count, indices) timed the
@@ -302,6 +323,7 @@ versions_run() {
 case "${1:-}" in
   suite) command_suite ;;
   bench) command_bench ;;
+  autotune) command_autotune ;;
   measure) command_measure "${@:2}" ;;
   multi) command_multi ;;
   install) command_install "${@:2}" ;;
