@@ -3,9 +3,10 @@
 // Runs anywhere (no GPU); run it under `valgrind --tool=callgrind` for instructions per launch.
 // Prints ns per launch for the automatic vector_add launch, for the same kernel with rules and a
 // 20-entry tuned table (RuledAddKernel), for that kernel with num_warps asked for (as bind() and
-// config keywords from Python pass a config), and for it with its key tuned at first call instead
-// of the table (the first launch times the configs; the rounds measure hits), side by side,
-// interleaved rounds, medians.
+// config keywords from Python pass a config), with the table naming the device (a launch then finds
+// its device, as for first-call results, which are per device), and with its key tuned at first
+// call instead of the table (the first launch times the configs; the rounds measure hits), side by
+// side, interleaved rounds, medians.
 // `bench_launch_path_cpu [LAUNCHES] [off|observer|profile] [DRIVER_KIB]`: with no observer (the
 // default), with an observer whose callbacks do nothing, or with the profiler on ($TAOT_PROFILE set
 // before the first launch; the trace of every launch is written at exit to
@@ -173,6 +174,7 @@ int main(int argc, char** argv) {
   const std::int32_t n = 1024;
   const taot_arg args[] = {taot::arg(x), taot::arg(y), taot::arg(out), taot::arg(n)};
   RuledAddKernel ruled(vector_add::add_kernel_kernel().table());
+  RuledAddKernel device_table(vector_add::add_kernel_kernel().table(), false, "NVIDIA H100 80GB HBM3");
   RuledAddKernel autotuned(vector_add::add_kernel_kernel().table(), /*autotuned=*/true);
   // A config asked for, as a bound launcher (bind(num_warps=4)) or config keywords pass it: the
   // rules still choose the fields it leaves and check its requirement.
@@ -189,6 +191,8 @@ int main(int argc, char** argv) {
       {"automatic (vector_add::add_kernel)", [&] { return vector_add::add_kernel(nullptr, x, y, out, n).ok(); }, {}},
       {"rules + 20-entry table", [&] { return ruled.kernel().launch(nullptr, args, 4).ok(); }, {}},
       {"rules + table, num_warps=4 asked", [&] { return ruled.kernel().launch(nullptr, args, 4, asked_config).ok(); },
+       {}},
+      {"rules + table for this device (by name)", [&] { return device_table.kernel().launch(nullptr, args, 4).ok(); },
        {}},
       // Its first launch (below, before the rounds) tunes the key: every later one is a hit.
       {"rules + key autotuned at first call", [&] { return autotuned.kernel().launch(nullptr, args, 4).ok(); }, {}},

@@ -29,7 +29,8 @@ N = 1024
 # The fused MoE launch: a few tokens routed to top_k of E experts, in bf16.
 TOKENS, EXPERTS, TOP_K, MOE_N, MOE_K = 4, 8, 2, 256, 256
 MOE_CONFIG = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=64, BLOCK_SIZE_K=128, GROUP_SIZE_M=1, num_warps=4, num_stages=3)
-TARGETS = {"bound": 0.5, "keywords": 1.0, "vector": 0.5}  # at most this many torch.adds: the figures' targets
+# The targets (issue M): taot's own cost per call, on a grid of 0 programs, at most this many ns.
+EMPTY_GRID_TARGETS_NS = {"vector": 350, "bound": 1000}
 
 
 def load_source(path, name):
@@ -71,8 +72,8 @@ def vector_add_methods():
     kernel = vector_add.add_kernel
     methods = [
         Method("vector_add, 4 args, automatic", kernel, (x, y, out, N), target="vector"),
-        Method("vector_add, 4 args + 2 config keywords", kernel, (x, y, out, N), config, target="vector"),
-        *bound_method("vector_add, bound: add_kernel.bind(**config)", kernel, config, (x, y, out, N), "vector"),
+        Method("vector_add, 4 args + 2 config keywords", kernel, (x, y, out, N), config),
+        *bound_method("vector_add, bound: add_kernel.bind(**config)", kernel, config, (x, y, out, N), None),
         Method("vector_add, Triton JIT add_kernel[grid]", jit[(triton.cdiv(N, 1024),)], (x, y, out, N),
                dict(config, num_stages=3)),
     ]
@@ -120,8 +121,7 @@ def fused_moe_methods():
     grid = (triton.cdiv(em, MOE_CONFIG["BLOCK_SIZE_M"]) * triton.cdiv(MOE_N, MOE_CONFIG["BLOCK_SIZE_N"]),)
     count = f"{len(arguments(em))} args"
     methods = [
-        Method(f"fused_moe_kernel, {count} + {len(keywords)} config keywords", kernel, arguments(em), keywords,
-               target="keywords"),
+        Method(f"fused_moe_kernel, {count} + {len(keywords)} config keywords", kernel, arguments(em), keywords),
         *bound_method("fused_moe_kernel, bound: .bind(**config)", kernel, keywords, arguments(em), "bound"),
         Method(f"fused_moe_kernel, {count}, automatic", kernel, arguments(em)),
         Method("fused_moe_kernel, Triton JIT [grid]", jit_kernel[grid], arguments(em, launch_only=False),
@@ -166,21 +166,20 @@ def main():
     print(f"CPU cost per call from Python, {torch.cuda.get_device_name()}; torch {torch.__version__}, "
           f"triton {triton.__version__}, Python {sys.version.split()[0]}")
     print(f"batches of {BATCH} calls after a sync, {ROUNDS} rounds interleaved, median ns per call")
-    print(f"{'call':58} {'ns/call':>8} {'vs torch.add':>13}  target")
+    print(f"{'call':58} {'ns/call':>8} {'vs torch.add':>13}")
     for method in methods:
-        ratio = medians[method.label] / reference
-        target = ""
-        if method.target is not None:
-            limit = TARGETS[method.target]
-            target = f"<= {limit:.2f}x {'met' if ratio <= limit else 'MISSED'}"
-        print(f"{method.label:58} {medians[method.label]:8.0f} {ratio:12.2f}x  {target}")
+        print(f"{method.label:58} {medians[method.label]:8.0f} {medians[method.label] / reference:12.2f}x")
 
     empty = vector_empty + moe_empty
     empty_medians = measure(empty)
+    targets = {method.label: EMPTY_GRID_TARGETS_NS[method.target] for method in methods if method.target in
+               EMPTY_GRID_TARGETS_NS}
     print("\nthe same taot calls on a grid of 0 programs (n = 0, EM = 0): the module's and the runtime's own cost, "
           "without cuLaunchKernel")
     for method in empty:
-        print(f"{method.label:58} {empty_medians[method.label]:8.0f}")
+        limit = targets.get(method.label)
+        verdict = "" if limit is None else f"  <= {limit} ns {'met' if empty_medians[method.label] <= limit else 'MISSED'}"
+        print(f"{method.label:58} {empty_medians[method.label]:8.0f}{verdict}")
 
 
 if __name__ == "__main__":

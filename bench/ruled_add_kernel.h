@@ -16,11 +16,13 @@
 //   requires:   n_elements <= BLOCK_SIZE * 65535
 //   a tuned table keyed by n_elements (1, 2, 4, ..., 2^19: 20 entries) giving BLOCK_SIZE only,
 //   num_warps left to its heuristic;
-// or, with `autotuned`, no tuned table and BLOCK_SIZE x num_warps tuned at the first launch of
-// each n_elements (as @triton.autotune(key=["n_elements"]) over those configs).
+// the table is for any device, or for the device named `table_device`; or, with `autotuned`, no
+// tuned table and BLOCK_SIZE x num_warps tuned at the first launch of each n_elements (as
+// @triton.autotune(key=["n_elements"]) over those configs).
 class RuledAddKernel {
  public:
-  explicit RuledAddKernel(const taot::table::KernelTable& base, bool autotuned = false) : table_(base) {
+  explicit RuledAddKernel(const taot::table::KernelTable& base, bool autotuned = false, const char* table_device = "")
+      : table_(base) {
     using taot::table::RuleOp;
     const auto field = [&](const char* name) {
       for (std::uint16_t f = 0; f < base.field_count; ++f)
@@ -49,7 +51,7 @@ class RuledAddKernel {
       for (std::uint16_t f = 0; f < base.field_count; ++f)
         configs_.push_back(f == block ? value(block, keys_.back() >= 1024 ? 1024 : 256) : taot::table::kUnsetValue);
     }
-    tuned_ = {"", "bench", taot::table::TuningMatch::nearest, 20, keys_.data(), configs_.data()};
+    tuned_ = {table_device, "bench", taot::table::TuningMatch::nearest, 20, keys_.data(), configs_.data()};
     table_.heuristics = heuristics_;
     table_.heuristic_count = 2;
     table_.requirements = &requirement_;

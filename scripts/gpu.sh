@@ -11,6 +11,10 @@
 #   scripts/gpu.sh autotune            first-call autotuning: its GPU tests (tests/autotune), the
 #                                      first call and steady state against the JIT's autotuner, and
 #                                      launch cost with it (C++ null driver; Python, empty grid)
+#   scripts/gpu.sh python-before-after TREE TAOT_BIN [ROUNDS]
+#                                      CPU cost per call from Python of this checkout and of another
+#                                      (TREE, an exported checkout, with its taot binary TAOT_BIN),
+#                                      alternating ROUNDS times (default 2): a change's cost, side by side
 #   scripts/gpu.sh multi               the multi-GPU tests (needs 2 or more GPUs)
 #   scripts/gpu.sh install WHEEL       the wheel in a new virtual environment over this Python; a
 #                                      project outside the tree (tests/install/consumer) builds against
@@ -144,6 +148,26 @@ command_autotune() {
   PYTHONPATH=$vector_add:$fused_moe:$PYTHONPATH TAIL=30 run python_launch_overhead python3 bench/python_launch_overhead.py
   build_cpp || return
   run launch_path_cpu "$work/cmake/bench/bench_launch_path_cpu"
+}
+
+command_python_before_after() {
+  [ $# -ge 2 ] || { echo "usage: scripts/gpu.sh python-before-after TREE TAOT_BIN [ROUNDS]" >&2; exit 2; }
+  local tree other_bin rounds=${3:-2} new old round
+  tree=$(cd "$1" && pwd) && other_bin=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") || exit 2
+  facts
+  step "modules of both checkouts (vector_add, fused_moe)"
+  new=$(modules examples/vector_add/vector_add.toml examples/fused_moe/fused_moe.toml) || { fail "module builds"; return; }
+  old=$(cd "$tree" && TAOT_BIN=$other_bin TAOT_GPU_WORK=$work/other PYTHONPATH=$tree/python \
+        python3 tests/gpu_modules.py examples/vector_add/vector_add.toml examples/fused_moe/fused_moe.toml) \
+    || { fail "module builds of $tree"; return; }
+  for round in $(seq "$rounds"); do
+    step "round $round: this checkout"
+    PYTHONPATH=$new:$PYTHONPATH TAIL=8 run "python_this_$round" python3 bench/python_launch_overhead.py
+    step "round $round: $tree"
+    cd "$tree" || return
+    PYTHONPATH=$old:$tree/python TAIL=8 run "python_other_$round" python3 bench/python_launch_overhead.py
+    cd "$root" || return
+  done
 }
 
 # tune_figure GPUS NAME LIBRARY_FOLDER: taot tune over GPUS (--gpus: all, a count, indices) timed the
@@ -324,6 +348,7 @@ case "${1:-}" in
   suite) command_suite ;;
   bench) command_bench ;;
   autotune) command_autotune ;;
+  python-before-after) command_python_before_after "${@:2}" ;;
   measure) command_measure "${@:2}" ;;
   multi) command_multi ;;
   install) command_install "${@:2}" ;;

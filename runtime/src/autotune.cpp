@@ -202,11 +202,20 @@ Status restore_buffers(const driver::Api& api, const std::vector<SavedBuffer>& s
 }
 
 // The quick timing every candidate gets, the full one those within kPruneRatio of the best full
-// median so far get (taot tune's defaults), and the rule that picks: the least full median.
+// median so far get (taot tune's quick timing and pruning; reps for 25 ms in full, a quarter of
+// Triton's do_bench, so that configs a few per cent apart are told apart as the JIT tells them),
+// and the rule that picks: the least full median.
 constexpr double kQuickMs = 1.0;
-constexpr double kFullWarmupMs = 2.0;
-constexpr double kFullRepMs = 10.0;
+constexpr double kFullWarmupMs = 5.0;
+constexpr double kFullRepMs = 25.0;
 constexpr double kPruneRatio = 1.15;
+// Then the candidates within kLeaderRatio of the best full median (at most kMaxLeaders, the best
+// first) are timed again in kLeaderRounds interleaved rounds of kRoundMs warm-up and reps each; the
+// least median of a leader's round medians wins.
+constexpr double kLeaderRatio = 1.05;
+constexpr std::size_t kMaxLeaders = 4;
+constexpr int kLeaderRounds = 5;
+constexpr double kRoundMs = 4.0;
 
 }  // namespace
 
@@ -406,6 +415,7 @@ Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const tao
     Unobserved() noexcept { tuning_on_this_thread = true; }
     ~Unobserved() { tuning_on_this_thread = false; }
   } unobserved;
+  std::vector<double> full_median(candidates.size(), std::numeric_limits<double>::infinity());
   for (std::size_t c = 0; c < candidates.size(); ++c) {
     const Selection variant = Selection::variant(candidates[c].variant);
     Expected<Timings> timed = time_launches(kernel, stream, args, arg_count, variant, grid, quick, restore);
@@ -417,9 +427,38 @@ Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const tao
       if (first_failure.ok()) first_failure = std::move(timed).take_status();
       continue;
     }
+    full_median[c] = timed->stats.median;
     if (timed->stats.median < best) {
       best = timed->stats.median;
       chosen = c;
+    }
+  }
+  // The leaders (within kLeaderRatio of the best), timed again in interleaved rounds: candidates
+  // timed one after another meet the GPU at other clocks, and a few per cent is what tells them apart.
+  std::vector<std::size_t> leaders;
+  for (std::size_t c = 0; c < candidates.size(); ++c)
+    if (full_median[c] <= best * kLeaderRatio) leaders.push_back(c);
+  std::sort(leaders.begin(), leaders.end(), [&](std::size_t a, std::size_t b) { return full_median[a] < full_median[b]; });
+  if (leaders.size() > kMaxLeaders) leaders.resize(kMaxLeaders);
+  if (leaders.size() > 1) {
+    TimingOptions round;
+    round.warmup_ms = kRoundMs;
+    round.rep_ms = kRoundMs;
+    std::vector<std::vector<double>> rounds(leaders.size());
+    for (int r = 0; r < kLeaderRounds; ++r)
+      for (std::size_t l = 0; l < leaders.size(); ++l) {
+        Expected<Timings> timed = time_launches(kernel, stream, args, arg_count,
+                                                Selection::variant(candidates[leaders[l]].variant), grid, round, restore);
+        if (timed.ok()) rounds[l].push_back(timed->stats.median);
+      }
+    double best_rounds = std::numeric_limits<double>::infinity();
+    for (std::size_t l = 0; l < leaders.size(); ++l) {
+      if (rounds[l].size() != static_cast<std::size_t>(kLeaderRounds)) continue;
+      const double median = statistics(rounds[l]).median;
+      if (median < best_rounds) {
+        best_rounds = median;
+        chosen = leaders[l];
+      }
     }
   }
   Status restored = restore_buffers(*api, *saved, stream, who);

@@ -128,11 +128,25 @@ TEST_F(AutotuneTest, ConfigsFarBehindTheBestAfterTheQuickTimingAreNotTimedInFull
   ASSERT_TRUE(launch(kernel).ok());
   std::map<std::string, int> launches_per_config;
   for (const RecordedLaunch& launch : fake.launches()) ++launches_per_config[config_of(launch, kN)];
-  // Full timing is 12 ms (2 warm-up, 10 reps); quick 2 ms: a config at 0.5 ms gets a few launches.
+  // Full timing is 30 ms (5 warm-up, 25 reps); quick 2 ms: a config at 0.5 ms gets a few launches.
   EXPECT_GT(launches_per_config["1024/4"], 100);
   EXPECT_GT(launches_per_config["256/8"], 100);
   EXPECT_LT(launches_per_config["256/4"], 12);
   EXPECT_LT(launches_per_config["1024/8"], 12);
+  EXPECT_EQ(config_of(fake.launches().back(), kN), "256/8");
+}
+
+TEST_F(AutotuneTest, LeadersAreComparedInInterleavedRoundsSoThatClockDriftDoesNotChoose) {
+  // 256/8 is 2% faster than 1024/4, but the GPU slows as it runs (0.01% a launch): timed one after
+  // the other, 256/8 (timed later) looks slower; in interleaved rounds both drift alike.
+  times = {{{1024, 4}, 0.100f}, {{256, 4}, 0.200f}, {{256, 8}, 0.098f}, {{1024, 8}, 0.200f}};
+  int timed_launches = 0;
+  fake.launch_ms = [&](const RecordedLaunch& launch) {
+    return config_ms(launch, kN, times) * (1.0f + 1e-4f * static_cast<float>(timed_launches++));
+  };
+  AutotunedAdd add;
+  Kernel kernel(add.table.kernel);
+  ASSERT_TRUE(launch(kernel).ok());
   EXPECT_EQ(config_of(fake.launches().back(), kN), "256/8");
 }
 
