@@ -13,6 +13,8 @@
 #include <system_error>
 #include <utility>
 
+#include <unistd.h>
+
 #include "config_fields.h"
 #include "driver_objects.h"
 #include "taot/driver_api.h"
@@ -25,20 +27,25 @@ namespace {
 
 // ---- the process's settings ----
 
-constexpr std::int8_t kUnread = -2;
-std::atomic<std::int8_t> process_mode{kUnread};
-std::atomic<std::uint64_t> epoch{1};
 std::mutex dir_mutex;
 bool dir_set = false;  // set_autotune_dir was called: it replaces $TAOT_AUTOTUNE_DIR
 std::string dir_given;
 
 // $TAOT_AUTOTUNE: "1"/"on" and "0"/"off"; anything else (or unset) leaves each kernel's default.
-AutotuneMode mode_from_environment() noexcept {
+std::uint64_t mode_from_environment() noexcept {
   const char* value = std::getenv("TAOT_AUTOTUNE");
-  if (value == nullptr) return AutotuneMode::kernel_default;
-  if (std::strcmp(value, "1") == 0 || std::strcmp(value, "on") == 0) return AutotuneMode::on;
-  if (std::strcmp(value, "0") == 0 || std::strcmp(value, "off") == 0) return AutotuneMode::off;
-  return AutotuneMode::kernel_default;
+  if (value == nullptr) return kEachKernel;
+  if (std::strcmp(value, "1") == 0 || std::strcmp(value, "on") == 0) return kOn;
+  if (std::strcmp(value, "0") == 0 || std::strcmp(value, "off") == 0) return kOff;
+  return kEachKernel;
+}
+
+// Sets the mode bits of the state word (clearing the unread bit) and moves the epoch on.
+void set_mode(std::uint64_t mode) noexcept {
+  std::uint64_t state = autotune_state_word.load(std::memory_order_relaxed);
+  while (!autotune_state_word.compare_exchange_weak(
+      state, ((state >> kEpochShift) + 1) << kEpochShift | mode, std::memory_order_acq_rel)) {
+  }
 }
 
 // A 64-bit FNV-1a digest, fed field by field (each followed by a 0 byte so that "ab","c" and
@@ -114,23 +121,27 @@ std::filesystem::path kernel_folder(const std::string& root, const table::Kernel
   return std::filesystem::path(root) / table.library / table.name;
 }
 
-// Writes the device's results where autotune_dir() says, through a file renamed into place (a
-// reader never sees half a file). Fails naming the path.
-Status persist(const AutotuneStore& store, const std::string& device) {
+}  // namespace
+
+Status AutotuneStore::persist(const std::string& device) const {
   const std::string root = autotune_dir();
   if (root.empty()) return Status();
   namespace fs = std::filesystem;
-  const fs::path folder = kernel_folder(root, store.table());
+  std::lock_guard<std::mutex> lock(writing_);
+  const fs::path folder = kernel_folder(root, table_);
   const fs::path path = folder / (file_stem(device) + ".json");
   std::error_code error;
   fs::create_directories(folder, error);
   if (error)
     return Status::error(TAOT_INVALID_ARGUMENT, "first-call autotuning: cannot make " + folder.string() + ": " +
                                                     error.message());
-  const fs::path temporary = path.string() + ".part" + std::to_string(reinterpret_cast<std::uintptr_t>(&store));
+  // Threads tuning two keys of one kernel, and processes sharing the folder, each write their own.
+  static std::atomic<std::uint64_t> writes{0};
+  const fs::path temporary = path.string() + ".part" + std::to_string(::getpid()) + "-" +
+                             std::to_string(writes.fetch_add(1, std::memory_order_relaxed));
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << tuning_file_text(store.results(device));
+    out << tuning_file_text(results(device));
     out.close();
     if (!out) {
       fs::remove(temporary, error);
@@ -146,6 +157,8 @@ Status persist(const AutotuneStore& store, const std::string& device) {
   }
   return Status();
 }
+
+namespace {
 
 // ---- timing a key's candidates ----
 
@@ -219,15 +232,12 @@ constexpr double kRoundMs = 4.0;
 
 }  // namespace
 
-AutotuneMode autotune_mode() noexcept {
-  std::int8_t mode = process_mode.load(std::memory_order_acquire);
-  if (mode == kUnread) {
-    std::int8_t expected = kUnread;
-    process_mode.compare_exchange_strong(expected, static_cast<std::int8_t>(mode_from_environment()),
-                                         std::memory_order_acq_rel);
-    mode = process_mode.load(std::memory_order_acquire);
-  }
-  return static_cast<AutotuneMode>(mode);
+std::uint64_t read_autotune_environment() noexcept {
+  std::uint64_t state = autotune_state_word.load(std::memory_order_acquire);
+  if ((state & kUnreadBit) != 0)  // a set_autotune meanwhile wins: the CAS fails, the word has no unread bit
+    autotune_state_word.compare_exchange_strong(state, (state & ~(kUnreadBit | kModeBits)) | mode_from_environment(),
+                                                std::memory_order_acq_rel);
+  return autotune_state_word.load(std::memory_order_acquire);
 }
 
 std::string autotune_dir() {
@@ -237,30 +247,16 @@ std::string autotune_dir() {
   return value != nullptr ? value : "";
 }
 
-std::uint64_t autotune_epoch() noexcept { return epoch.load(std::memory_order_acquire); }
-void bump_autotune_epoch() noexcept { epoch.fetch_add(1, std::memory_order_acq_rel); }
+void bump_autotune_epoch() noexcept {
+  autotune_state_word.fetch_add(std::uint64_t{1} << kEpochShift, std::memory_order_acq_rel);
+}
 
 AutotuneStore::AutotuneStore(const table::KernelTable& table)
     : table_(table), identity_(table.autotune != nullptr ? identity_of(table) : std::string()) {}
 
-bool AutotuneStore::enabled() const noexcept {
-  if (table_.autotune == nullptr || table_.tuning_key_count == 0) return false;
-  const std::int8_t own = own_switch_.load(std::memory_order_relaxed);
-  if (own >= 0) return own == 1;
-  const AutotuneMode mode = autotune_mode();
-  if (mode != AutotuneMode::kernel_default) return mode == AutotuneMode::on;
-  return table_.autotune->at_first_call;
-}
-
 void AutotuneStore::set_enabled(std::optional<bool> on) noexcept {
   own_switch_.store(on ? static_cast<std::int8_t>(*on) : std::int8_t{-1}, std::memory_order_relaxed);
   bump_autotune_epoch();
-}
-
-std::uint64_t AutotuneStore::choice_word(const DeviceFacts* device) const noexcept {
-  if (!enabled()) return 0;
-  const std::uint64_t ordinal = device != nullptr ? device->ordinal & 0x7F : 0;
-  return (std::uint64_t{0x8000} | ordinal << 8 | (autotune_epoch() & 0xFF)) << 48;
 }
 
 AutotuneStore::Found AutotuneStore::find(std::string_view device, const std::int64_t* key,
@@ -387,7 +383,7 @@ Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const tao
   if (!store.claim(device.name, key)) return Status();  // another thread tuned it meanwhile
   if (candidates.size() <= 1) {
     store.finish(device.name, key, candidates.empty() ? nullptr : candidates[0].config.data());
-    *persisted = persist(store, device.name);
+    *persisted = store.persist(device.name);
     return Status();
   }
   const driver::Api* api = driver::loaded();
@@ -471,7 +467,7 @@ Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const tao
     return std::move(first_failure).with_context(who + ": first-call autotuning: no candidate could be timed");
   }
   store.finish(device.name, key, candidates[chosen].config.data());
-  *persisted = persist(store, device.name);
+  *persisted = store.persist(device.name);
   return Status();
 }
 
@@ -480,10 +476,7 @@ Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const tao
 namespace taot {
 
 void set_autotune(std::optional<bool> on) noexcept {
-  const detail::AutotuneMode mode = on ? (*on ? detail::AutotuneMode::on : detail::AutotuneMode::off)
-                                       : detail::AutotuneMode::kernel_default;
-  detail::process_mode.store(static_cast<std::int8_t>(mode), std::memory_order_release);
-  detail::bump_autotune_epoch();
+  detail::set_mode(on ? (*on ? detail::kOn : detail::kOff) : detail::kEachKernel);
 }
 
 void set_autotune_dir(const std::string& path) {

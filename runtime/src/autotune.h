@@ -24,16 +24,22 @@ namespace taot::detail {
 
 struct KernelState;
 
-// The process's switch ($TAOT_AUTOTUNE, set_autotune): each kernel's own default, or on or off
-// for every kernel that can be tuned at first call.
-enum class AutotuneMode : std::int8_t { kernel_default = -1, off = 0, on = 1 };
-AutotuneMode autotune_mode() noexcept;
+// The process's switch ($TAOT_AUTOTUNE, set_autotune) and the epoch, in one word that a launch
+// reads once: bits 0-1 the mode (kEachKernel: each kernel's own default; kOff, kOn: for every
+// kernel that can be tuned at first call), bit 2 set until $TAOT_AUTOTUNE was read, bits 8 and up
+// the epoch, which counts changes of what first-call choices depend on (switches, results dropped
+// or loaded), so that choices remembered before a change are not found after it.
+inline constexpr std::uint64_t kEachKernel = 0, kOff = 1, kOn = 2, kModeBits = 3, kUnreadBit = 4;
+inline constexpr unsigned kEpochShift = 8;
+inline std::atomic<std::uint64_t> autotune_state_word{kUnreadBit};
+std::uint64_t read_autotune_environment() noexcept;  // sets the mode from $TAOT_AUTOTUNE, once
+inline std::uint64_t autotune_state() noexcept {
+  const std::uint64_t state = autotune_state_word.load(std::memory_order_acquire);
+  return (state & kUnreadBit) == 0 ? state : read_autotune_environment();
+}
+void bump_autotune_epoch() noexcept;
 // The folder results persist in ($TAOT_AUTOTUNE_DIR, set_autotune_dir); "" for none.
 std::string autotune_dir();
-// Counts changes of what first-call choices depend on (switches, results dropped or loaded), so
-// that choices remembered before a change are not found after it.
-std::uint64_t autotune_epoch() noexcept;
-void bump_autotune_epoch() noexcept;
 
 // A config a key's first call may take: a variant that accepts the arguments and keeps to the
 // requirements, and the config that chose it (a value index per config field: the timed fields'
@@ -51,17 +57,28 @@ class AutotuneStore {
   AutotuneStore(const AutotuneStore&) = delete;
   AutotuneStore& operator=(const AutotuneStore&) = delete;
 
-  // Whether launches tune this kernel at first call now: it can be (table.autotune), and its own
-  // switch, else the process's, else the table's default says so.
-  bool enabled() const noexcept;
+  // Whether launches tune this kernel at first call under `state` (autotune_state()): it can be
+  // (table.autotune, a tuning key), and its own switch, else the process's, else the table's
+  // default says so. Two loads; no call.
+  bool enabled(std::uint64_t state) const noexcept {
+    if (table_.autotune == nullptr || table_.tuning_key_count == 0) return false;
+    const std::int8_t own = own_switch_.load(std::memory_order_relaxed);
+    if (own >= 0) return own == 1;
+    const std::uint64_t mode = state & kModeBits;
+    return mode != kEachKernel ? mode == kOn : table_.autotune->at_first_call;
+  }
+  bool enabled() const noexcept { return enabled(autotune_state()); }
   // The kernel's own switch: on, off, or (nullopt) the process's.
   void set_enabled(std::optional<bool> on) noexcept;
 
-  // What keys a choice made with this store on `device`, beside the tuned table's address: 0 when
-  // tuning at first call is off; else a word of the top 16 bits (addresses stay below 2^47),
-  // from the device's ordinal and autotune_epoch(). An epoch 256 changes old may be taken for
-  // the current one: choices remembered across 256 switches of a running process may be stale.
-  std::uint64_t choice_word(const DeviceFacts* device) const noexcept;
+  // What keys a choice made while tuning at first call is on (under `state`) on `device`, beside
+  // the tuned table's address: a word of the top 16 bits (addresses stay below 2^47) from the
+  // device's ordinal and the epoch. An epoch 256 changes old may be taken for the current one:
+  // choices remembered across 256 switches of a running process may be stale.
+  static std::uint64_t choice_word(std::uint64_t state, const DeviceFacts* device) noexcept {
+    const std::uint64_t ordinal = device != nullptr ? device->ordinal & 0x7F : 0;
+    return (std::uint64_t{0x8000} | ordinal << 8 | ((state >> kEpochShift) & 0xFF)) << 48;
+  }
 
   enum class Found : std::uint8_t { none, config, next_step };
   // The config remembered for `key` (the kernel's tuning_key_count values) on the device named
@@ -81,6 +98,10 @@ class AutotuneStore {
   // The results for `device` as a tuned-table file of taot's format (empty entries when none),
   // naming the library and its identity: what persists.
   TuningFile results(const std::string& device) const;
+  // Writes results(device) to <autotune_dir()>/<library>/<kernel>/<device>.json through a file
+  // renamed into place (a reader never sees half a file; writes of one store are one at a time, so
+  // the last has every result). Nothing without a folder; fails naming the path.
+  Status persist(const std::string& device) const;
   // Reads a file of results (taot's format) into the store: it must be for this kernel, of this
   // library and build (library_id: identity()), name a device, and hold compiled values only.
   Status load(const TuningFile& file);
@@ -105,6 +126,7 @@ class AutotuneStore {
   std::string identity_;
   std::atomic<std::int8_t> own_switch_{-1};  // -1: the process's; 0 off; 1 on
   mutable std::shared_mutex mutex_;
+  mutable std::mutex writing_;  // persist(), one at a time
   std::condition_variable_any finished_;
   std::map<Key, Slot> slots_;
 };

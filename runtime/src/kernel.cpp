@@ -744,10 +744,11 @@ Status Kernel::launch(CUstream stream, const taot_arg* args, std::size_t arg_cou
   detail::TuningInForce tables;
   if (TAOT_UNLIKELY(state->chooser.has_rules())) {  // (out of line: kernels without rules are the common case)
     const detail::TuningSet& tuning = state->tuning.current();
-    if (state->choice_needs_device(tuning) &&
+    const std::uint64_t autotuning = state->autotuning();
+    if (state->choice_needs_device(tuning, autotuning) &&
         TAOT_UNLIKELY((device = detail::remembered_device(*api, &current)) == nullptr))
       return launch_any(stream, args, arg_count, selection, nullptr);
-    tables = state->tuning_for(tuning, device);
+    tables = state->tuning_for(tuning, device, autotuning);
   } else if (TAOT_UNLIKELY(state->index.device_aware()) &&
              (device = detail::remembered_device(*api, &current)) == nullptr) {
     return launch_any(stream, args, arg_count, selection, nullptr);

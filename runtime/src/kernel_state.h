@@ -103,28 +103,48 @@ struct alignas(64) KernelState {
     for (std::size_t f = 0; f < table.field_count; ++f) has_required_fields = has_required_fields || table.fields[f].required;
   }
 
+  // First-call autotuning's state word (autotune_state()) with kAutotuning set when it is on for
+  // this kernel; 0 when it is off. A launch reads it once.
+  // What enabled() answered is kept with the state word it answered for (every switch moves the
+  // epoch on), so that a launch reads two words and decides nothing.
+  static constexpr std::uint64_t kAutotuning = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t kAnswered = std::uint64_t{1} << 62;
+  std::uint64_t autotuning() const noexcept {
+    if (TAOT_LIKELY(!tunes_at_first_call)) return 0;
+    const std::uint64_t state = autotune_state();
+    std::uint64_t answer = autotuning_answer.load(std::memory_order_relaxed);
+    if (TAOT_UNLIKELY((answer & ~(kAutotuning | kAnswered)) != state || (answer & kAnswered) == 0)) {
+      answer = state | kAnswered | (autotuned.enabled(state) ? kAutotuning : 0);
+      autotuning_answer.store(answer, std::memory_order_relaxed);
+    }
+    return (answer & kAutotuning) != 0 ? state | kAutotuning : 0;
+  }
+
   // The tables in force for a kernel with rules on `device` (null: no current context) from the
-  // tuning set `in_force`: its table for the device, and first-call autotuning's results when it is on.
-  TuningInForce tuning_for(const TuningSet& in_force, const DeviceFacts* device) const noexcept {
+  // tuning set `in_force`: its table for the device, and first-call autotuning's results when it is
+  // on (`autotuning`, from autotuning()).
+  TuningInForce tuning_for(const TuningSet& in_force, const DeviceFacts* device, std::uint64_t autotuning) const noexcept {
     TuningInForce tables;
     if (!chooser.has_rules()) return tables;
     tables.tuned = in_force.for_device(device);
-    if (TAOT_UNLIKELY(tunes_at_first_call)) {
-      tables.autotune_word = autotuned.choice_word(device);
-      if (tables.autotune_word != 0) tables.autotuned = &autotuned;
+    if (TAOT_UNLIKELY(autotuning != 0)) {
+      tables.autotune_word = AutotuneStore::choice_word(autotuning, device);
+      tables.autotuned = &autotuned;
     }
     return tables;
   }
-  TuningInForce tuning_for(const DeviceFacts* device) const noexcept { return tuning_for(tuning.current(), device); }
+  TuningInForce tuning_for(const DeviceFacts* device) const noexcept {
+    return tuning_for(tuning.current(), device, autotuning());
+  }
 
   // Whether choosing a variant needs the launching device: for device-aware selection, for the
   // rules' num_sms, for a tuned table chosen by device name, or for first-call autotuning's
   // results (kept per device) while it is on.
-  bool choice_needs_device() const noexcept { return choice_needs_device(tuning.current()); }
-  // The same with the tuning set in force already read (launch() reads it once).
-  bool choice_needs_device(const TuningSet& in_force) const noexcept {
+  bool choice_needs_device() const noexcept { return choice_needs_device(tuning.current(), autotuning()); }
+  // The same with the tuning set in force and autotuning() already read (launch() reads them once).
+  bool choice_needs_device(const TuningSet& in_force, std::uint64_t autotuning) const noexcept {
     return index.device_aware() || rules_read_num_sms || (keyed_by_tuning && in_force.names_devices()) ||
-           (tunes_at_first_call && autotuned.enabled());
+           autotuning != 0;
   }
 
   // What a launch reads first, together: the variants' plans, the flags, the tuned tables.
@@ -135,6 +155,7 @@ struct alignas(64) KernelState {
   bool rules_read_num_sms = false;       // some heuristic or requirement does
   bool keyed_by_tuning = false;          // the kernel has rules and a tuning key
   bool tunes_at_first_call = false;      // ... and says how to autotune at first call (switched on or off)
+  mutable std::atomic<std::uint64_t> autotuning_answer{0};  // autotuning()'s last answer, with its state
   bool has_required_fields = false;      // some config field must be given at every launch (not by variant)
   TuningHolder tuning;                   // baked tables, replaced per device by loaded ones
   RuleChooser chooser;                   // used with `index` only
