@@ -8,6 +8,12 @@
 # for usage errors the parser cannot see, and run(arguments) -> exit code.
 # run() raises TaotError (or OSError) for errors the user can fix; main() prints them. Exit codes:
 # 0 success, 1 an error, 2 a usage error (argparse), 130 interrupted.
+#
+# The convention every command keeps (docs/workbench.md, "Every command"), written here once for
+# this side and once for the C++ side (tools/taot/commands.h): errors are one "error: ..." line (a
+# usage error is argparse's, exit 2); `--json` is a flag that prints one JSON document on stdout in
+# place of the text, made by json_document (a file is written with -o); `-q` silences the progress
+# that goes to stderr; a command that writes an output folder holds its lock (fsutil.OutputLock).
 import argparse
 import errno
 import importlib
@@ -45,6 +51,20 @@ def command_module(name):
     if name in TRITON_COMMANDS:
         importlib.import_module("taot.triton_api")
     return importlib.import_module(COMMANDS[name])
+
+
+JSON_SCHEMA_VERSION = 1
+
+
+def add_json_flag(parser, what):
+    """The command's --json: print `what` as one JSON document on stdout, in place of the text."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout instead of text")
+
+
+def json_document(command, payload):
+    """`payload` (a dict) as the JSON document of `taot COMMAND --json`: its schema ("taot.COMMAND",
+    a version) first. Formats of their own (taot.bench, taot.tuning, taot.profile) keep theirs."""
+    return {"schema": f"taot.{command}", "schema_version": JSON_SCHEMA_VERSION, **payload}
 
 
 # What an OSError's path was expected to be, by its kind; the rest say the system's words.

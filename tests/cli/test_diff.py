@@ -77,6 +77,7 @@ def test_spills_show_in_resources_and_sass_op_counts(run_taot, library):
 
 def test_json(run_taot, library):
     report = json.loads(diff(run_taot, library, "B1024_w4_r255", "B8192_w4_r255", "--json", "--stage", "ptx"))
+    assert (report["schema"], report["schema_version"]) == ("taot.diff", 1)
     assert report["config"] == {"BLOCK": {"a": "1024", "b": "8192"}}
     assert report["stage"] == "ptx" and report["diff"].startswith("--- ")
     assert all(len(counts) == 2 for counts in report["op_counts"].values())
@@ -122,7 +123,7 @@ def test_errors_name_the_problem(run_taot, library, manifest, args, named):
     result = run_taot("diff", *[arg.format(**values) for arg in args])
     assert result.returncode == 1, result.stdout
     assert named in result.stderr, result.stderr
-    assert result.stderr.startswith("taot diff: ")
+    assert result.stderr.startswith("error: ")
 
 
 @pytest.mark.parametrize("context", ["-1", "18446744073709551615"])

@@ -252,6 +252,7 @@ def test_unchanged_ttgir_gz_rebuilds_the_compiled_cubin(project, run_taot):
     done = from_ir(run_taot, source, "--variant", vid, "-o", "lib", "--json", cwd=project)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
+    assert result["schema"] == "taot.from-ir"
     assert result["cubin_sha256"] == compiled["cubin_sha256"]  # Triton's own pipeline, recomputed exactly
     assert result["changes"] == [] and result["carried"] == []
     assert image(lib, vid)["override"]["sha256"] == hashlib.sha256(gzip.decompress(source.read_bytes())).hexdigest()

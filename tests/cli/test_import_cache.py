@@ -151,6 +151,7 @@ def test_written_spec_compiles_the_same_variants(imported, run_taot, tmp_path):
     listed = run_taot("compile", spec, "--list", "--json")
     assert listed.returncode == 0, listed.stderr
     manifest = json.loads((out / "manifest.json").read_text())
+    assert json.loads(listed.stdout)["schema"] == "taot.compile"
     assert json.loads(listed.stdout)["kernels"] == {
         kernel["name"]: [variant["id"] for variant in kernel["variants"]] for kernel in manifest["kernels"]}
     # Three of the four combinations of BLOCK and num_warps: a filter keeps the spec to them.

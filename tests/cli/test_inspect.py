@@ -59,6 +59,7 @@ def test_the_table_lists_every_image_with_cuobjdumps_registers_and_stack(run_tao
 
 def test_json_has_cuobjdumps_usage_and_ptxas_spills(run_taot, library, manifest):
     listed = json.loads(inspect(run_taot, library, "--json"))
+    assert (listed["schema"], listed["schema_version"]) == ("taot.inspect", 1)
     assert (listed["origin"], listed["library"], listed["count"], listed["total"]) == ("library", "wb_softmax", 8, 8)
     spilled = []
     for entry in listed["images"]:
@@ -121,7 +122,7 @@ def test_errors_name_the_problem_and_what_exists(run_taot, library, args, named)
     result = run_taot("inspect", library, *args)
     assert result.returncode == 1, result.stdout
     assert named in result.stderr, result.stderr
-    assert result.stderr.startswith("taot inspect: ")
+    assert result.stderr.startswith("error: ")
 
 
 @pytest.mark.parametrize("args, named", [
@@ -178,6 +179,7 @@ def test_stage_op_counts_and_json(run_taot, library):
     spill_stores = re.search(r"^\s*(\d+)\s+STL$", counts, re.MULTILINE)
     assert spill_stores and int(spill_stores.group(1)) > 0, counts
     shown = json.loads(inspect(run_taot, library, *wide_spilling("--stage", "ttgir", "--json")))
+    assert shown["schema"] == "taot.inspect"
     assert shown["stage"] == "ttgir" and shown["target"] == "sm_90"
     assert shown["op_counts"]["tt.load"] == 1 and shown["op_counts"]["tt.reduce"] == 2
     assert f"// {KERNEL_FILE}:16  " in shown["text"]

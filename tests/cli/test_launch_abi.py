@@ -83,7 +83,7 @@ def test_a_cubin_of_another_launch_abi_is_refused_naming_both_lists(run_taot, tm
     result = gen(run_taot, write_manifest(tmp_path, [_kernel(tmp_path, "copy", triton, layout)]))
     assert result.returncode == 1
     message = result.stderr
-    assert message.startswith("taot gen: kernel copy variant copy_fp16_BM16 target sm_80 (")
+    assert message.startswith("error: kernel copy variant copy_fp16_BM16 target sm_80 (")
     assert f"(Triton {triton}: tensor descriptor layout {layout or '3.5'}, 2 scratch pointers)" in message
     assert f"expected {expected} parameters [8, 8, 8, 8, 8, 1, " in message
     assert f"], the cubin has {found} [8, 8, 8, 8, 8, 1, " in message

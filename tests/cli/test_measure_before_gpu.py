@@ -99,6 +99,15 @@ def test_check_against_jit_names_a_kernel_source_that_is_gone(taot_bin, world):
     assert "kernels.py" in line and "--against reference" in line
 
 
+@pytest.mark.parametrize("command, output", [("bench", "-o PREFIX"), ("sanitize", "-o PATH"), ("check", "-o PATH")])
+def test_json_is_a_flag_in_every_command_and_o_writes_files(taot_bin, world, command, output):
+    helped = taot(taot_bin, world, command, "--help")
+    assert helped.returncode == 0 and "[--json]" in helped.stdout and output in helped.stdout
+    if command != "sanitize":  # (its program comes last: a PATH after --json would be read as the program)
+        old_form = taot(taot_bin, world, command, "fakeadd", "--bench", "bench_add.py", "--json", "out.json")
+        assert old_form.returncode == 2 and "unrecognized arguments: out.json" in old_form.stderr
+
+
 def test_check_json_is_a_flag_and_o_writes_the_file(taot_bin, world):
     helped = taot(taot_bin, world, "check", "--help")
     assert helped.returncode == 0 and "[--json]" in helped.stdout and "-o PATH" in helped.stdout

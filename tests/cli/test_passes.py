@@ -100,7 +100,9 @@ def test_the_listed_passes_are_the_ones_triton_runs(run_taot, triton_ir, stage, 
 def run_json(run_taot, *args):
     result = run_taot("passes", *args, "--json", "-q")
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    document = json.loads(result.stdout)
+    assert (document["schema"], document["schema_version"]) == ("taot.passes", 1)  # every command's --json
+    return document
 
 
 def test_ttgir_pipeline_replays_make_ttgir(run_taot, triton_ir, ir_copy, tmp_path):

@@ -102,7 +102,7 @@ def test_refusals_name_the_file_and_the_entry(run_taot, tuned, case):
         message = "tables/none.json: cannot read the tuning file (missing or unreadable)"
     result = gen(run_taot, tuned, *arguments)
     assert result.returncode == 1
-    assert result.stderr == f"taot gen: {message}\n"
+    assert result.stderr == f"error: {message}\n"
     assert not (tuned / "out").exists()
 
 

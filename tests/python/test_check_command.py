@@ -61,7 +61,9 @@ def two_results(monkeypatch, tmp_path):
 def test_json_prints_every_comparison_alone_on_stdout(two_results, capsys, tmp_path):
     assert two_results.run(parsed(tmp_path, "--bench", BENCH, "--json", "-q")) == 1
     out, err = capsys.readouterr()
-    rows = json.loads(out)
+    document = json.loads(out)
+    assert (document["schema"], document["schema_version"]) == ("taot.check", 1)
+    rows = document["comparisons"]
     assert [(row["variant"], row["status"], row["first_index"]) for row in rows] == \
         [("auto", "ok", None), ("add_kernel_BS512", "mismatch", [7])]
     assert "1 of 2 checks passed against jit; 1 failed" in err
@@ -71,5 +73,5 @@ def test_output_writes_the_same_json_beside_the_table(two_results, capsys, tmp_p
     assert two_results.run(parsed(tmp_path, "--bench", BENCH, "-o", tmp_path / "check.json", "-q")) == 1
     out, _ = capsys.readouterr()
     assert "out_ptr[7] add_kernel_BS512" in out and "1 of 2 checks passed" in out
-    rows = json.loads((tmp_path / "check.json").read_text())
+    rows = json.loads((tmp_path / "check.json").read_text())["comparisons"]
     assert [row["status"] for row in rows] == ["ok", "mismatch"] and rows[1]["max_abs"] == 2.0

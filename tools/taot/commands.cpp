@@ -1,7 +1,19 @@
-// The table of taot's subcommands.
+// The table of taot's subcommands, and how every command reports an error.
 #include "commands.h"
 
+#include <fmt/core.h>
+
 namespace taot::tool {
+
+int report_error(std::string_view message) {
+  fmt::print(stderr, "error: {}\n", message);
+  return 1;
+}
+
+int report_usage_error(std::string_view command, std::string_view message) {
+  fmt::print(stderr, "taot {}: error: {}\n", command, message);
+  return 2;
+}
 
 namespace {
 

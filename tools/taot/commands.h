@@ -7,6 +7,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace CLI {
@@ -17,6 +18,14 @@ namespace taot::tool {
 
 // Runs a parsed command; returns the process exit code.
 using Runner = std::function<int()>;
+
+// The convention every command keeps (docs/workbench.md, "Every command"; the Python front end's is
+// written in python/taot/cli.py): an error is one "error: ..." line on stderr, exit 1; a usage error
+// "taot COMMAND: error: ...", exit 2 (as the parsers' own); `--json` is a flag that prints one
+// document whose schema comes first (workbench::json_document in taot/workbench/report.h); `-q`
+// silences the progress on stderr. Each returns the exit code.
+int report_error(std::string_view message);
+int report_usage_error(std::string_view command, std::string_view message);
 
 struct Command {
   const char* name;

@@ -29,10 +29,7 @@ struct DiffCommandOptions {
   std::size_t context = 3;
 };
 
-int fail(const Status& status) {
-  fmt::print(stderr, "taot diff: {}\n", status.message());
-  return 1;
-}
+int fail(const Status& status) { return report_error(status.message()); }
 
 // One side: LIB:VARIANT, split at the last ':' whose left part exists.
 struct VariantReference {

@@ -31,15 +31,13 @@ int run_gen(const GenOptions& options) {
   read_options.plan = options.plan;
   codegen::Expected<codegen::Manifest> manifest = codegen::read_manifest(options.manifest, read_options);
   if (!manifest.ok()) {
-    fmt::print(stderr, "taot gen: {}\n", manifest.status().message());
-    return 1;
+    return report_error(manifest.status().message());
   }
   std::vector<codegen::TuningFileArgument> tuning;
   for (const std::string& argument : options.tuning) tuning.push_back(codegen::parse_tuning_argument(argument));
   auto tuning_files = codegen::assign_tuning_files(*manifest, tuning);
   if (!tuning_files.ok()) {
-    fmt::print(stderr, "taot gen: {}\n", tuning_files.status().message());
-    return 1;
+    return report_error(tuning_files.status().message());
   }
   if (options.plan) return 0;
   codegen::GenerateOptions generate_options;
@@ -48,8 +46,7 @@ int run_gen(const GenOptions& options) {
   generate_options.tuning_files = std::move(tuning_files).value();
   codegen::Expected<codegen::GenerateResult> result = codegen::generate(*manifest, generate_options);
   if (!result.ok()) {
-    fmt::print(stderr, "taot gen: {}\n", result.status().message());
-    return 1;
+    return report_error(result.status().message());
   }
   if (!options.quiet) {
     for (const auto& file : result->files)
@@ -78,8 +75,7 @@ Runner declare_gen(CLI::App& command) {
                      "KERNEL=FILE binds a vLLM-format file to KERNEL");
   return [options] {
     if (!options->plan && options->output.empty()) {
-      fmt::print(stderr, "taot gen: --output is required\n");
-      return 2;
+      return report_usage_error("gen", "--output is required");
     }
     return run_gen(*options);
   };

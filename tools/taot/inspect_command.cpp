@@ -33,10 +33,7 @@ struct InspectOptions {
   bool ops = false;
 };
 
-int fail(const Status& status) {
-  fmt::print(stderr, "taot inspect: {}\n", status.message());
-  return 1;
-}
+int fail(const Status& status) { return report_error(status.message()); }
 
 // The one image --stage shows.
 Expected<const wb::ImageView*> only_image(const std::vector<const wb::ImageView*>& images, std::size_t total) {
@@ -71,10 +68,7 @@ int show_stage(const wb::ImageView& image, wb::Stage stage, const InspectOptions
 }
 
 // A command line whose options do not fit together (exit 2, as CLI11's own usage errors).
-int usage(const std::string& message) {
-  fmt::print(stderr, "taot inspect: {}\n", message);
-  return 2;
-}
+int usage(const std::string& message) { return report_usage_error("inspect", message); }
 
 int run_inspect(const InspectOptions& options) {
   if (options.stage.empty() && (options.ops || options.no_source))

@@ -23,7 +23,7 @@ int exec_process(const std::vector<std::string>& args, const std::string& what) 
   execvp(argv[0], argv.data());
   const int error = errno;
   sigprocmask(SIG_SETMASK, &saved, nullptr);
-  fmt::print(stderr, "{}: cannot run {} ({})\n", what, argv[0], std::strerror(error));
+  fmt::print(stderr, "error: {}: cannot run {} ({})\n", what, argv[0], std::strerror(error));
   return 1;
 }
 

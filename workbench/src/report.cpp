@@ -51,6 +51,13 @@ std::string render_table(const std::vector<std::string>& header, const std::vect
 std::string optional_text(const std::optional<std::uint32_t>& value) { return value ? std::to_string(*value) : "-"; }
 std::string optional_text(const std::optional<std::uint64_t>& value) { return value ? std::to_string(*value) : "-"; }
 
+// `out` with the schema of `taot COMMAND --json`.
+json with_schema(json out, const char* command) {
+  out["schema"] = std::string("taot.") + command;
+  out["schema_version"] = kJsonSchemaVersion;
+  return out;
+}
+
 json optional_json(const std::optional<std::uint32_t>& value) { return value ? json(*value) : json(nullptr); }
 json optional_json(const std::optional<std::uint64_t>& value) { return value ? json(*value) : json(nullptr); }
 
@@ -249,19 +256,19 @@ std::string inspect_json(const Inventory& inventory, const std::vector<const Ima
     list.push_back(std::move(entry));
   }
   out["images"] = std::move(list);
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return with_schema(std::move(out), "inspect").dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string stage_json(const ImageView& image, Stage stage, const std::string& text, const OpCounts& counts) {
   json ops = json::object();
   for (const auto& [op, count] : counts) ops[op] = count;
-  const json out = {{"kernel", image.kernel},
+  json out = {{"kernel", image.kernel},
                     {"variant", image.variant.empty() ? json(nullptr) : json(image.variant)},
                     {"target", image.target},
                     {"stage", std::string(stage_name(stage))},
                     {"op_counts", ops},
                     {"text", text}};
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return with_schema(std::move(out), "inspect").dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string op_counts_text(const OpCounts& counts) {
@@ -319,7 +326,7 @@ std::string comparison_json(const ComparisonReport& report) {
     out["op_counts"] = ops;
   }
   if (report.diff_asked) out["diff"] = report.unified_diff;
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return with_schema(std::move(out), "diff").dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace taot::workbench

@@ -1,9 +1,11 @@
 # `taot bench LIBRARY --bench FILE`: time the automatic choice, chosen variants and the bench file's
 # baselines over its sweep on the production launch path; print a table, write CSV, JSON and a plot.
+import json
 import sys
 
 from ..measure import bench, report as bench_report, stats
 from ..measure.benchfile import load_bench_file
+from ..cli import add_json_flag
 from ..errors import TaotError
 from ..library.built import load_library
 from ..measure.calls import TimingSettings
@@ -36,7 +38,7 @@ def add_arguments(parser):
     parser.add_argument("--module-dir", metavar="DIR", help="where the library's built module is (default LIBRARY/build)")
     parser.add_argument("-o", "--output", metavar="PREFIX", help="write PREFIX.csv, PREFIX.json and PREFIX.png")
     parser.add_argument("--csv", metavar="PATH", help="write the records as CSV")
-    parser.add_argument("--json", metavar="PATH", help="write the report as JSON (taot.bench v1)")
+    add_json_flag(parser, "the report (taot.bench v1; -o PREFIX writes PREFIX.json)")
     parser.add_argument("--plot", metavar="PATH", help="write a PNG plot of the sweep (needs matplotlib)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
@@ -105,10 +107,11 @@ def run(arguments):
                               baselines=arguments.baselines, settings=settings, device=arguments.device,
                               check=not arguments.no_check, shapes_filter=shape_filter(arguments.filters, bench_file),
                               peak_override=arguments.peak_override, say=say)
-    if outcome.report.records:
+    if arguments.json:
+        print(json.dumps(bench_report.to_json(outcome.report), indent=1))
+    elif outcome.report.records:
         print(bench_report.format_table(outcome.report))
-    for path in bench.write_outputs(outcome.report, arguments.output, arguments.csv, arguments.json, arguments.plot,
-                                    say=say):
+    for path in bench.write_outputs(outcome.report, arguments.output, arguments.csv, None, arguments.plot, say=say):
         say(f"wrote {path}")
     if outcome.problems:
         print(f"{len(outcome.problems)} not timed:", file=sys.stderr)

@@ -7,6 +7,7 @@ import sys
 
 from ..debug import check as engine
 from ..measure.benchfile import load_bench_file
+from ..cli import add_json_flag, json_document
 from ..errors import TaotError
 from ..library.built import MANIFEST, load_library, read_manifest
 from .bench import add_where_argument, parse_where, shape_filter
@@ -27,9 +28,7 @@ def add_arguments(parser):
     add_where_argument(parser)
     parser.add_argument("--device", default="cuda:0", metavar="DEVICE", help="the torch device (default cuda:0)")
     parser.add_argument("--module-dir", metavar="DIR", help="where the library's module is (default LIBRARY/build)")
-    parser.add_argument("--json", action="store_true",
-                        help="print every comparison as JSON on stdout instead of the table (the summary goes to "
-                             "stderr)")
+    add_json_flag(parser, "every comparison (the summary goes to stderr)")
     parser.add_argument("-o", "--output", metavar="PATH", help="write every comparison as JSON to PATH")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
@@ -72,8 +71,8 @@ def run(arguments):
 
 
 def comparisons_json(results):
-    """What --json prints and -o writes: one object per comparison (engine.Comparison's fields)."""
-    return [vars(result) for result in results]
+    """What --json prints and -o writes: taot.check, one object per comparison (engine.Comparison's fields)."""
+    return json_document("check", {"comparisons": [vars(result) for result in results]})
 
 
 def print_table(results):

@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..cli import add_json_flag, json_document
 from ..errors import TaotError
 from ..compile.ir_files import DEFAULT_MODE, MODES
 
@@ -67,7 +68,7 @@ def add_arguments(parser):
                              "reuses release artifacts)")
     parser.add_argument("--no-wait", action="store_true",
                         help="fail, naming the holder, when another build holds OUTDIR (default: wait for it)")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_json_flag(parser, "the result (with --list, the variants)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
 
 
@@ -142,8 +143,8 @@ def _list(library, arguments):
     jobs = sum(len(variant.targets) for variants in library.variants.values() for variant in variants)
     targets = [target.name for target in library.targets]
     if arguments.json:
-        print(json.dumps({"library": library.name, "targets": targets, "kernels": kernels, "compile_jobs": jobs},
-                         indent=2))
+        print(json.dumps(json_document("compile", {"library": library.name, "targets": targets, "kernels": kernels,
+                                                   "compile_jobs": jobs}), indent=2))
         return 0
     for ids in kernels.values():
         for variant_id in ids:
@@ -156,12 +157,11 @@ def _list(library, arguments):
 def _summarise(result, seconds, arguments):
     """The result as JSON on stdout, or a summary line and the manifest's path on stderr."""
     if arguments.json:
-        print(json.dumps({"compiled": result.compiled, "up_to_date": result.up_to_date,
-                          "seconds": round(seconds, 3), "manifest": str(result.manifest_path),
-                          "manifest_changed": result.manifest_changed,
-                          "removed": [str(path) for path in result.removed_dirs],
-                          "overrides": [{"variant": variant, "target": target} for variant, target in result.overrides]},
-                         indent=2))
+        print(json.dumps(json_document("compile", {
+            "compiled": result.compiled, "up_to_date": result.up_to_date, "seconds": round(seconds, 3),
+            "manifest": str(result.manifest_path), "manifest_changed": result.manifest_changed,
+            "removed": [str(path) for path in result.removed_dirs],
+            "overrides": [{"variant": variant, "target": target} for variant, target in result.overrides]}), indent=2))
         return
     if arguments.quiet:
         return

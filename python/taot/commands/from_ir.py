@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli import add_json_flag, json_document
 from ..errors import TaotError
 
 
@@ -32,7 +33,7 @@ def add_arguments(parser):
                              "name those, so regenerating the library needs them again")
     parser.add_argument("--no-wait", action="store_true",
                         help="fail, naming the holder, when a build holds LIBDIR (default: wait for it)")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_json_flag(parser, "the result")
     parser.add_argument("-q", "--quiet", action="store_true", help="no report on stderr")
 
 
@@ -74,7 +75,7 @@ def run(arguments):
     else:
         result = _into_library(arguments, say)
     if arguments.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
+        print(json.dumps(json_document("from-ir", result), indent=2, sort_keys=True))
     return result.get("gen_status", 0)
 
 

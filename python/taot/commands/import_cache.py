@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+from ..cli import add_json_flag, json_document
 from ..errors import TaotError
 from ..compile.ir_files import DEFAULT_MODE, MODES
 from ..compile.output_lock import HELD_BY_PARENT, OutputLock
@@ -34,7 +35,7 @@ def add_arguments(parser):
     parser.add_argument("--python", action="store_true", help="also generate the Python module (it loads through taot's binding, taot._native)")
     parser.add_argument("--no-wait", action="store_true",
                         help="fail, naming the holder, when another build holds OUTDIR (default: wait for it)")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_json_flag(parser, "the result")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
 
 
@@ -95,7 +96,7 @@ def run(arguments):
     if code != 0:
         return code
     if arguments.json:
-        print(json.dumps(_as_json(result, contents), indent=2))
+        print(json.dumps(json_document("import-cache", _as_json(result, contents)), indent=2))
     else:
         say(f"library {result.library}: {result.manifest_path}; spec: {result.spec_path}")
     return 0

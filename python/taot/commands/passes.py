@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from ..compile.output_lock import OutputLock
+from ..cli import add_json_flag, json_document
 from ..errors import TaotError
 from ..fsutil import write_atomically
 from ..spec.targets import accepted_target_names, parse_target
@@ -34,7 +35,7 @@ def add_arguments(parser):
                                  f"metadata beside IR_FILE, else Triton's default)")
     parser.add_argument("--no-wait", action="store_true",
                         help="fail, naming the holder, when another run holds OUTDIR (default: wait for it)")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    add_json_flag(parser, "the report (with --list, the passes)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -81,7 +82,7 @@ def run(arguments):
     with OutputLock(output, wait=not arguments.no_wait, notice=say):  # two runs into one folder take turns
         report = _run_steps(run_state, steps, output, arguments)
     if arguments.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(json_document("passes", report), indent=2))
     else:
         _print_table(report, sys.stdout)
     return 0
@@ -101,7 +102,8 @@ def _existing_file(path):
 def _list(run_state, steps, arguments):
     description = run_state.describe()
     if arguments.json:
-        print(json.dumps(dict(description, passes=[step.as_json() for step in steps]), indent=2))
+        print(json.dumps(json_document("passes", dict(description, passes=[step.as_json() for step in steps])),
+                         indent=2))
         return 0
     print(_heading(description, f"{len(steps)} of {len(run_state.steps)} passes" if len(steps) != len(run_state.steps)
                    else f"{len(steps)} passes"))

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..debug import sanitizer
-from ..cli import COMMANDS
+from ..cli import COMMANDS, add_json_flag, json_document
 from .. import IMPORT_ROOT
 from ..errors import TaotError
 from ..library.built import MANIFEST, read_manifest
@@ -18,7 +18,8 @@ def add_arguments(parser):
     parser.add_argument("--tool", choices=sanitizer.TOOLS, default="memcheck", help="the sanitizer's tool (default memcheck)")
     parser.add_argument("--per-variant", action="store_true",
                         help="for `check`: one sanitized run per variant of the library, each report a variant's")
-    parser.add_argument("--json", metavar="PATH", help="write the findings as JSON")
+    add_json_flag(parser, "the findings (the summary and the program's output go to stderr)")
+    parser.add_argument("-o", "--output", metavar="PATH", help="write the findings as JSON to PATH")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not echo the program's output")
     parser.add_argument("program", nargs="+", metavar="-- COMMAND",
                         help="a taot command (check, bench, profile, ...) with its arguments, or a program")
@@ -116,21 +117,25 @@ def run(arguments):
                               for f, count in sanitizer.summarize(findings)]}
         report.append(entry)
         failed |= bool(entry["errors"]) or (code != 0 and not not_run)
-    print(f"compute-sanitizer --tool {arguments.tool}: {' '.join(arguments.program)}")
+    out = sys.stderr if arguments.json else sys.stdout  # --json: stdout holds the document alone
+    print(f"compute-sanitizer --tool {arguments.tool}: {' '.join(arguments.program)}", file=out)
     for entry in report:
         head = f"  {entry['variant']}: " if entry["variant"] else "  "
         if entry["not_run"]:
-            print(f"{head}not run (the variant takes none of the shapes' arguments)")
+            print(f"{head}not run (the variant takes none of the shapes' arguments)", file=out)
             continue
         scope = " in the library's kernels" if ours is not None else ""
         elsewhere = f"; {entry['elsewhere']} outside them (the harness: torch, the host)" if entry["elsewhere"] else ""
-        print(f"{head}{entry['errors']} error(s){scope}{elsewhere}, exit code {entry['exit_code']}")
+        print(f"{head}{entry['errors']} error(s){scope}{elsewhere}, exit code {entry['exit_code']}", file=out)
         for finding in entry["findings"]:
             if finding["function"] is None:  # the program's side: a failed API call after the fault, its exit
-                print(f"    {finding['count']} x {finding['kind']}")
+                print(f"    {finding['count']} x {finding['kind']}", file=out)
                 continue
             location = f"{finding['file']}:{finding['line']}" if finding["file"] else "no line info"
-            print(f"    {finding['count']} x {finding['kind']} in {finding['function']} at {location}")
+            print(f"    {finding['count']} x {finding['kind']} in {finding['function']} at {location}", file=out)
+    document = json_document("sanitize", {"tool": arguments.tool, "runs": report})
     if arguments.json:
-        Path(arguments.json).write_text(json.dumps(report, indent=1) + "\n")
+        print(json.dumps(document, indent=1))
+    if arguments.output:
+        Path(arguments.output).write_text(json.dumps(document, indent=1) + "\n")
     return 1 if failed else 0

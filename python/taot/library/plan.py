@@ -24,7 +24,7 @@ def check_plan(library, taot_binary):
         result = subprocess.run([str(taot_binary), "gen", "--plan", str(path)], capture_output=True, text=True)
     if result.returncode == 0:
         return
-    message = result.stderr.strip().removeprefix("taot gen: ").replace(f"{path}: ", "", 1) or \
+    message = result.stderr.strip().removeprefix("error: ").replace(f"{path}: ", "", 1) or \
         f"{taot_binary} gen --plan ended with exit status {result.returncode} and printed nothing"
     names = [kernel.name for kernel in library.kernels]
     message = _KERNEL_PATH.sub(lambda match: f"{match.group(0)} ({names[int(match.group(1))]})"

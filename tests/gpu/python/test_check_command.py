@@ -31,7 +31,7 @@ def taot_check(*arguments):
 def results_of(*arguments):
     path = Path(tempfile.mkdtemp()) / "check.json"
     result = taot_check(*arguments, "-o", path, "-q")
-    return result, json.loads(path.read_text()) if path.exists() else []
+    return result, json.loads(path.read_text())["comparisons"] if path.exists() else []
 
 
 VECTOR_ADD = ("--bench", ROOT / "examples/vector_add/bench_vector_add.py")

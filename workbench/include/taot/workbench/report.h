@@ -19,6 +19,11 @@ namespace taot::workbench {
 // (cubins that could not be read or changed since the manifest was written).
 std::string inspect_table(const Inventory& inventory, const std::vector<const ImageView*>& images);
 
+// The JSON documents of `taot inspect --json` and `taot diff --json` carry their schema, as every
+// command's do (docs/workbench.md, "Every command"): "schema": "taot.inspect" or "taot.diff",
+// "schema_version": kJsonSchemaVersion.
+inline constexpr int kJsonSchemaVersion = 1;
+
 // {"origin", "path", "library", "count", "total", "images": [...]} with every fact of each image.
 std::string inspect_json(const Inventory& inventory, const std::vector<const ImageView*>& images);
 
