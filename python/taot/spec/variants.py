@@ -20,7 +20,7 @@ _MANIFEST_HINTS = {1: 1, 16: 16, "none": 0}
 COUNT_SECONDS = 1.0   # how long a refused spec may keep counting to give an exact figure
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Binding:
     """A non-constexpr argument in one variant. align: 16 or 0 (pointers); hint: 1, 16 or 0 (ints);
     block: the block shape of a tensor descriptor, in ints; none: the pointer is None (compiled as a
@@ -45,7 +45,7 @@ class Binding:
         return self.rules.triton_type(self)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Variant:
     kernel: str
     id: str
@@ -119,21 +119,75 @@ def enumerate_variants(kernel, label, budget, max_variants, progress=None):
                         "filters that remove all of them")
     keys = sorted(found)
     points = [(_values_of(dimensions, key), tuple(found[key])) for key in keys]
+    found = keys = None  # (a large spec's points are the most memory held; these are no longer needed)
     kernel = _derive_defaults(kernel, label, dimensions, position, points)
     abbreviations = _abbreviations(kernel.config)
     variants = []
+    shared = _Shared()
     for made, (values, targets) in enumerate(points, start=1):
         if made % PROGRESS_EVERY == 0:
             report(kernel.name, made, time.perf_counter() - start)
-        bindings, config = _resolve(kernel, position, values)
+        bindings, config = _resolve(kernel, position, values, shared)
+        targets = shared.value(targets)
         variant_id = _variant_id(kernel, bindings, config, abbreviations)
-        grid = _fold_grid(kernel, label, bindings, config, variant_id)
+        grid = shared.grid(kernel, label, bindings, config, variant_id)
         variants.append(Variant(kernel.name, variant_id, bindings, config, grid, targets))
     _check_default(kernel, label, variants)
     sizes = tuple(sorted(((dimension.label, len(dimension.values)) for dimension in dimensions),
                          key=lambda item: -item[1]))
     summary = Summary(len(variants), combinations, sizes, time.perf_counter() - start)
     return Result(kernel, _unique(variants), summary)
+
+
+class _Shared:
+    """Values that recur across a kernel's variants made once and shared (bindings, configs, target
+    lists, grids folded for the same config): a spec of millions of variants holds each variant's id
+    and little else. Shared values are never changed after they are made."""
+
+    def __init__(self):
+        self._values = {}
+        self._bindings = {}
+        self._configs = {}
+        self._grids = {}
+        self._runtime_args = None
+        self._field_sources = None
+
+    def value(self, value):
+        return self._values.setdefault(value, value)
+
+    def binding(self, arg, dtype, align, hint, block, none):
+        key = (arg.name, dtype, align, hint, block, none)
+        found = self._bindings.get(key)
+        if found is None:
+            found = self._bindings[key] = Binding(arg.name, arg.kind, dtype, align=align, hint=hint, block=block,
+                                                  none=none, launch_only=arg.launch_only)
+        return found
+
+    def runtime_args(self, kernel, position):
+        """Per call argument: (arg, where its dtype comes from, where its alignment comes from or None)."""
+        if self._runtime_args is None:
+            self._runtime_args = [(arg, _arg_dtype_source(arg, position),
+                                   _arg_align_source(arg, position) if arg.rules.has_align else None)
+                                  for arg in kernel.args if arg.is_runtime]
+        return self._runtime_args
+
+    def field_sources(self, kernel, position):
+        """Per config field: (name, where its value comes from)."""
+        if self._field_sources is None:
+            self._field_sources = [(field.name, _field_source(kernel, position, field.name)) for field in kernel.config]
+        return self._field_sources
+
+    def config(self, config):
+        key = tuple((name, type(value), value) for name, value in config.items())
+        return self._configs.setdefault(key, config)
+
+    def grid(self, kernel, label, bindings, config, variant_id):
+        """_fold_grid, once per (int config values, arguments compiled ==1): what the fold reads."""
+        key = (tuple(config[field.name] for field in kernel.config if field.kind == INT),
+               tuple(binding.name for binding in bindings if binding.hint == 1))
+        if key not in self._grids:
+            self._grids[key] = _fold_grid(kernel, label, bindings, config, variant_id)
+        return self._grids[key]
 
 
 def _combinations(dimensions, targets):
@@ -457,18 +511,17 @@ def _plain(value):
 
 # ---- one point -> bindings and config ----
 
-def _resolve(kernel, position, values):
-    """(bindings, config) of one point, given every dimension's value in canonical order."""
+def _resolve(kernel, position, values, shared):
+    """(bindings, config) of one point, given every dimension's value in canonical order; bindings
+    and config equal to earlier ones are the earlier objects (`shared`, a _Shared)."""
     bindings = []
-    for arg in kernel.args:
-        if not arg.is_runtime:
-            continue
-        index, read = _arg_dtype_source(arg, position)
+    for arg, dtype_source, align_source in shared.runtime_args(kernel, position):
+        index, read = dtype_source
         dtype = read(values[index])
         align = hint = block = None
         none = False
-        if arg.rules.has_align:
-            index, read = _arg_align_source(arg, position)
+        if align_source is not None:
+            index, read = align_source
             choice = read(values[index])
             none = choice == POINTER_NONE
             align = 0 if choice in (ALIGN_ANY, POINTER_NONE) else 16
@@ -480,10 +533,9 @@ def _resolve(kernel, position, values):
         if arg.rules.has_block:
             block = tuple(dim if isinstance(dim, int) else _field_value(kernel, position, values, dim)
                           for dim in arg.block)
-        bindings.append(Binding(arg.name, arg.kind, dtype, align=align, hint=hint, block=block, none=none,
-                                launch_only=arg.launch_only))
-    config = {field.name: _field_value(kernel, position, values, field.name) for field in kernel.config}
-    return tuple(bindings), config
+        bindings.append(shared.binding(arg, dtype, align, hint, block, none))
+    config = {name: read(values[index]) for name, (index, read) in shared.field_sources(kernel, position)}
+    return shared.value(tuple(bindings)), shared.config(config)
 
 
 def _field_value(kernel, position, values, name):
