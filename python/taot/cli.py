@@ -61,6 +61,13 @@ def add_json_flag(parser, what):
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout instead of text")
 
 
+def add_no_wait_flag(parser, folder="OUTDIR"):
+    """The command's --no-wait: a command writing `folder` holds its lock (compile.output_lock);
+    another command holding it is waited for, or with --no-wait named and the command stops."""
+    parser.add_argument("--no-wait", action="store_true",
+                        help=f"fail, naming the holder, when another command holds {folder} (default: wait for it)")
+
+
 def json_document(command, payload):
     """`payload` (a dict) as the JSON document of `taot COMMAND --json`: its schema ("taot.COMMAND",
     a version) first. Formats of their own (taot.bench, taot.tuning, taot.profile) keep theirs."""

@@ -157,6 +157,15 @@ def test_restart_discards_the_journal(world):
     assert len({line.split()[1] for line in calls(world[2])}) == len(CONFIGS)
 
 
+def test_a_tune_into_a_folder_another_command_holds_waits_or_with_no_wait_names_it(world):
+    from taot.compile.output_lock import OutputLock
+    with OutputLock(world[2] / "out"):
+        busy = tune(world, "--no-wait")
+    assert busy.returncode == 1 and "is being built by" in busy.stderr and "drop --no-wait" in busy.stderr
+    assert not (world[2] / "out" / "kernel.journal.jsonl").exists() and not calls(world[2])
+    assert tune(world).returncode == 0  # released: the next one runs
+
+
 def test_each_worker_sees_its_own_gpu_of_those_the_caller_sees(world):
     result = tune(world, "--gpus", "2")
     assert result.returncode == 0, result.stderr

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..cli import add_json_flag, json_document
+from ..cli import add_json_flag, add_no_wait_flag, json_document
 from ..errors import TaotError
 from ..compile.ir_files import DEFAULT_MODE, MODES
 
@@ -66,8 +66,7 @@ def add_arguments(parser):
                         help="compile every kernel with Triton's debug option on, as if each spec said debug = true: "
                              "tl.device_assert is kept (variant ids and hashes change, so a debug build never "
                              "reuses release artifacts)")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="fail, naming the holder, when another build holds OUTDIR (default: wait for it)")
+    add_no_wait_flag(parser)
     add_json_flag(parser, "the result (with --list, the variants)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
 

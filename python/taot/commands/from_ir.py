@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..cli import add_json_flag, json_document
+from ..cli import add_json_flag, add_no_wait_flag, json_document
 from ..errors import TaotError
 
 
@@ -31,8 +31,7 @@ def add_arguments(parser):
     parser.add_argument("--tuning", action="append", default=[], metavar="[KERNEL=]FILE",
                         help="a tuned table `taot build --tuning` baked in (repeatable): the manifest does not "
                              "name those, so regenerating the library needs them again")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="fail, naming the holder, when a build holds LIBDIR (default: wait for it)")
+    add_no_wait_flag(parser, "LIBDIR")
     add_json_flag(parser, "the result")
     parser.add_argument("-q", "--quiet", action="store_true", help="no report on stderr")
 

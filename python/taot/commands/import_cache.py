@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..cli import add_json_flag, json_document
+from ..cli import add_json_flag, add_no_wait_flag, json_document
 from ..errors import TaotError
 from ..compile.ir_files import DEFAULT_MODE, MODES
 from ..compile.output_lock import HELD_BY_PARENT, OutputLock
@@ -33,8 +33,7 @@ def add_arguments(parser):
     parser.add_argument("--ir", choices=MODES, default=DEFAULT_MODE,
                         help="keep the IR stages compressed, plain or not at all (default: %(default)s)")
     parser.add_argument("--python", action="store_true", help="also generate the Python module (it loads through taot's binding, taot._native)")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="fail, naming the holder, when another build holds OUTDIR (default: wait for it)")
+    add_no_wait_flag(parser)
     add_json_flag(parser, "the result")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
 

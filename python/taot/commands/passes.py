@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..compile.output_lock import OutputLock
-from ..cli import add_json_flag, json_document
+from ..cli import add_json_flag, add_no_wait_flag, json_document
 from ..errors import TaotError
 from ..fsutil import write_atomically
 from ..spec.targets import accepted_target_names, parse_target
@@ -33,8 +33,7 @@ def add_arguments(parser):
         parser.add_argument(f"--{option}", type=positive_int, metavar="N",
                             help=f"Triton's {option.replace('-', '_')} (default: the IR's, else the compile's "
                                  f"metadata beside IR_FILE, else Triton's default)")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="fail, naming the holder, when another run holds OUTDIR (default: wait for it)")
+    add_no_wait_flag(parser)
     add_json_flag(parser, "the report (with --list, the passes)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 

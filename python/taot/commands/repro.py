@@ -7,8 +7,11 @@
 import json
 import shutil
 import string
+import sys
 from pathlib import Path
 
+from ..cli import add_no_wait_flag
+from ..compile.output_lock import OutputLock
 from ..spec.dtypes import DTYPES
 from ..errors import TaotError
 from ..fsutil import write_if_changed
@@ -24,6 +27,7 @@ def add_arguments(parser):
                         help="folder for CMakeLists.txt, replay.cpp and the data (made if missing)")
     parser.add_argument("--library", metavar="LIBDIR", required=True,
                         help="the folder taot build wrote for the recorded library (its CMakeLists.txt)")
+    add_no_wait_flag(parser, "OUT")
     parser.add_argument("--taot-source", metavar="DIR",
                         help="taot source checkout whose runtime the program links (default: the one this taot "
                              "runs from, if it is a checkout; else an installed taot)")
@@ -40,6 +44,12 @@ def run(arguments):
     check_variant(launch, library_dir)
     source_dir = Path(arguments.taot_source).resolve() if arguments.taot_source else default_source_dir()
     out = Path(arguments.output)
+    with OutputLock(out, wait=not arguments.no_wait, notice=lambda line: print(line, file=sys.stderr, flush=True)):
+        return _write_program(recording, launch, library_dir, source_dir, out)
+
+
+def _write_program(recording, launch, library_dir, source_dir, out):
+    """The replay program's folder `out` (locked): the data, launch.json, CMakeLists.txt, replay.cpp."""
     (out / "data").mkdir(parents=True, exist_ok=True)
     for buffer in launch["buffers"]:
         for key in ("file", "after"):

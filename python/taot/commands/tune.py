@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..cli import add_no_wait_flag
+from ..compile.output_lock import OutputLock
 from ..measure import tuner
 from ..measure.benchfile import load_bench_file
 from ..errors import TaotError
@@ -46,6 +48,7 @@ def add_arguments(parser):
                         help="vLLM's JSON file (default: OUTPUT/device_name=<device>.json; one-argument keys only)")
     parser.add_argument("--module-dir", metavar="DIR", help="where the library's module is (default LIBRARY/build)")
     parser.add_argument("--backend", help=argparse_suppress())  # tests: a fake measuring backend
+    add_no_wait_flag(parser, "the output folder")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -118,7 +121,13 @@ def run(arguments):
     else:
         gpus = gpu_list(arguments.gpus, tuner.visible_gpu_count())
     output = Path(arguments.output) if arguments.output else library_path / "tuning"
-    output.mkdir(parents=True, exist_ok=True)
+    with OutputLock(output, wait=not arguments.no_wait, notice=say):  # two tunes into one folder take turns
+        return _tune(arguments, say, library_path, library_name, bench_file, kernel_name, kernel_bench, info, gpus,
+                     output)
+
+
+def _tune(arguments, say, library_path, library_name, bench_file, kernel_name, kernel_bench, info, gpus, output):
+    """The tuning run itself, `output` locked."""
     full = dict(warmup_ms=arguments.warmup_ms, rep_ms=arguments.rep_ms, reps=0, flush_l2=not arguments.no_flush,
                 graph=arguments.graph, launches_per_rep=arguments.launches_per_rep)
     quick = dict(full, warmup_ms=arguments.quick_ms, rep_ms=arguments.quick_ms)
