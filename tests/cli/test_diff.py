@@ -134,3 +134,12 @@ def test_a_negative_or_huge_context_is_a_usage_error(run_taot, tmp_path, context
     result = run_taot("diff", tmp_path / "a.ttir", tmp_path / "b.ttir", "--stage", "ttir", "-U", context)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "--context" in result.stderr and "not in range 0 to 1000000" in result.stderr
+
+
+def test_help_shows_every_form(run_taot):
+    """`taot diff --help` names LIB VARIANT_A VARIANT_B, the documented form, beside the others."""
+    result = run_taot("diff", "--help")
+    assert result.returncode == 0
+    forms = result.stdout[result.stdout.index("Forms:"):]
+    assert "taot diff LIB VARIANT_A VARIANT_B" in forms and "taot diff LIB:VARIANT_A LIB:VARIANT_B" in forms
+    assert "taot diff FILE_A FILE_B" in forms

@@ -196,3 +196,17 @@ def test_a_manifest_and_a_bare_cubin_are_inspected_too(run_taot, library, manife
     assert row["TARGET"] == image["target"] + ("a" if image["arch_specific"] else "")
     sass = inspect(run_taot, cubin, "--stage", "sass")
     assert f"// {KERNEL_FILE}:16" in sass
+
+
+@pytest.mark.parametrize("command", ["gen", "inspect"])
+def test_a_manifest_whose_schema_version_is_a_string_is_named_as_such(run_taot, library, tmp_path, command):
+    """schema_version "2" (a string) is not "version 2 unsupported by a reader of version 2"."""
+    manifest = json.loads((library / "manifest.json").read_text())
+    manifest["schema_version"] = str(manifest["schema_version"])
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    arguments = [tmp_path / "manifest.json"] + (["-o", tmp_path / "out"] if command == "gen" else [])
+    result = run_taot(command, *arguments)
+    assert result.returncode == 1, result.stdout
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "schema_version: expected an integer (this taot reads version" in line, line
+    assert "is not supported" not in line

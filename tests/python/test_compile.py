@@ -410,3 +410,19 @@ def test_a_compile_error_in_a_helper_names_each_call_and_keeps_the_message(proje
     located = [line for line in lines if re.fullmatch(r"\w+\.py:\d+:\d+:", line)]
     assert located == ["broken.py:10:30:", "helpers.py:14:11:", "helpers.py:7:8:"], lines
     assert lines[-1] == "Shape element 0 must be a power of 2", lines
+
+
+@pytest.mark.parametrize("asked, cores, memory, jobs, expected, said", [
+    (0, 16, 64 * 2**30, 100, 16, None),                      # every core, memory to spare
+    (64, 16, 64 * 2**30, 100, 16, "-j 64: this machine has 16 cores; compiling with 16 processes"),
+    (8, 16, 2 * 2**30, 100, 4, "-j 8: 2.0 GB of memory available holds 4 (about 0.5 GB each); compiling with 4"),
+    (0, 16, 2**30, 100, 2, "16 workers (one per core): 1.0 GB of memory available holds 2"),
+    (8, 16, 100 * 2**20, 100, 1, "0.1 GB of memory available holds 1"),  # at least one
+    (64, 16, 64 * 2**30, 3, 16, None),                       # fewer jobs than cores: nothing to say (3 start)
+    (4, 16, None, 100, 4, None),                             # memory unknown: the cores alone
+])
+def test_workers_are_capped_by_cores_and_memory_and_a_cap_is_said(asked, cores, memory, jobs, expected, said):
+    from taot.compile.engine import _worker_count
+    notices = []
+    assert _worker_count(asked, jobs, notices.append, cores=cores, memory=memory) == expected
+    assert (said in notices[0]) if said else not notices, notices

@@ -53,7 +53,7 @@ def add_arguments(parser):
                              "LIBRARY being the spec's library name)")
     parser.add_argument("-j", "--jobs", type=jobs_count, metavar="N", default=0,
                         help=f"parallel compile workers (default and 0: all cores, {os.cpu_count() or 1} here; "
-                             "more than the cores are capped to them)")
+                             "more than the cores, or than the memory available holds at 0.5 GB each, are capped)")
     parser.add_argument("--target", action="extend", nargs="+", metavar="TARGET", dest="targets",
                         help="compile for these targets instead of the spec's (e.g. --target sm_90 sm_80)")
     parser.add_argument("--list", action="store_true", help="print the variant ids and exit without compiling")

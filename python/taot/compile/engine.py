@@ -139,13 +139,38 @@ def _split_stale(planned, outdir, notice):
     return stale, fresh
 
 
-def _worker_count(asked, jobs, notice):
+# What one compile process may hold at its peak (Triton imported, one kernel's MLIR and LLVM
+# modules, ptxas beside it): the memory available is divided by it.
+WORKER_BYTES = 512 * 1024 * 1024
+
+
+def available_memory():
+    """Bytes of memory available to new processes (Linux's MemAvailable), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _worker_count(asked, jobs, notice, cores=None, memory=None):
     """Compile processes to start: -j N (0 or None: every core), but no more than the cores (each
-    compile is one core's work and a worker holds about 120 MB) nor the jobs; a capped -j is said."""
-    cores = os.cpu_count() or 1
-    if asked and asked > cores and jobs > cores and notice is not None:
-        notice(f"-j {asked}: this machine has {cores} cores; compiling with {cores} processes")
-    return min(asked or cores, cores)
+    compile is one core's work), the processes the available memory holds (WORKER_BYTES each) and
+    the jobs; a -j that was capped is said. `cores`, `memory`: the machine's (for tests)."""
+    cores = cores or os.cpu_count() or 1
+    memory = memory if memory is not None else available_memory()
+    fit = max(1, memory // WORKER_BYTES) if memory is not None else cores
+    limit = min(cores, fit)
+    wanted = asked or cores
+    if wanted > limit and jobs > limit and notice is not None:
+        why = (f"this machine has {cores} cores" if limit == cores else
+               f"{memory / 2**30:.1f} GB of memory available holds {fit} (about {WORKER_BYTES / 2**30:.1f} GB each)")
+        notice(f"{f'-j {asked}' if asked else f'{cores} workers (one per core)'}: {why}; compiling with {limit} "
+               f"processes")
+    return min(wanted, limit)
 
 
 def run_jobs(pending, workers, progress=None):
