@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <random>
 #include <system_error>
 #include <utility>
 
@@ -135,10 +136,12 @@ Status AutotuneStore::persist(const std::string& device) const {
   if (error)
     return Status::error(TAOT_INVALID_ARGUMENT, "first-call autotuning: cannot make " + folder.string() + ": " +
                                                     error.message());
-  // Threads tuning two keys of one kernel, and processes sharing the folder, each write their own.
+  // Threads tuning two keys of one kernel, and processes sharing the folder (containers too, where
+  // pids repeat), each write a file of their own.
+  static const std::uint64_t process_tag = std::random_device{}() * 0x100000001ULL ^ std::random_device{}();
   static std::atomic<std::uint64_t> writes{0};
-  const fs::path temporary = path.string() + ".part" + std::to_string(::getpid()) + "-" +
-                             std::to_string(writes.fetch_add(1, std::memory_order_relaxed));
+  const fs::path temporary = path.string() + ".part" + std::to_string(::getpid()) + "-" + std::to_string(process_tag) +
+                             "-" + std::to_string(writes.fetch_add(1, std::memory_order_relaxed));
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out << tuning_file_text(results(device));
@@ -174,6 +177,10 @@ Status driver_failure(const driver::Api& api, const char* call, CUresult result,
   return driver::call_error(api, call, result).with_context(who + ": first-call autotuning");
 }
 
+// The most memory of one argument first-call autotuning copies aside (its allocation from the
+// pointer on): beyond it the key is not tuned.
+constexpr std::size_t kMaxRestoreBytes = std::size_t{1} << 30;
+
 Expected<std::vector<SavedBuffer>> save_buffers(const driver::Api& api, const table::KernelTable& table,
                                                 const taot_arg* args, CUstream stream, const std::string& who) {
   std::vector<SavedBuffer> saved;
@@ -193,6 +200,11 @@ Expected<std::vector<SavedBuffer>> save_buffers(const driver::Api& api, const ta
     if (const CUresult result = api.cuMemGetAddressRange(&base, &size, address); result != CUDA_SUCCESS)
       return driver_failure(api, "cuMemGetAddressRange", result, who).with_context(table.args[a].name);
     SavedBuffer buffer{address, static_cast<std::size_t>(base + size - address), DeviceMemory()};
+    if (buffer.bytes > kMaxRestoreBytes)
+      return Status::error(TAOT_NOT_SUPPORTED, who + ": first-call autotuning would copy " +
+                                                   std::to_string(buffer.bytes) + " bytes of " + table.args[a].name +
+                                                   " (its allocation from the pointer on) to restore it, more than " +
+                                                   std::to_string(kMaxRestoreBytes) + ": the key is not tuned");
     CUdeviceptr copy = 0;
     if (const CUresult result = api.cuMemAlloc(&copy, buffer.bytes); result != CUDA_SUCCESS)
       return driver_failure(api, "cuMemAlloc", result, who)
@@ -345,7 +357,6 @@ Status AutotuneStore::load(const TuningFile& file) {
       slot.config.assign(config, config + resolved->field_count);
     }
   }
-  bump_autotune_epoch();
   return Status();
 }
 
@@ -375,57 +386,105 @@ void load_autotune_directory(AutotuneStore& store) {
   }
 }
 
-Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const taot_arg* args, std::size_t arg_count,
-                const Grid* grid, const DeviceFacts& device, const std::vector<std::int64_t>& key,
-                const std::vector<AutotuneCandidate>& candidates, Status* persisted) {
-  const table::KernelTable& table = kernel.table();
-  const std::string who = std::string(table.library) + "::" + table.name;
-  if (!store.claim(device.name, key)) return Status();  // another thread tuned it meanwhile
-  if (candidates.size() <= 1) {
-    store.finish(device.name, key, candidates.empty() ? nullptr : candidates[0].config.data());
-    *persisted = store.persist(device.name);
-    return Status();
-  }
-  const driver::Api* api = driver::loaded();
-  Expected<std::vector<SavedBuffer>> saved =
-      api != nullptr ? save_buffers(*api, table, args, stream, who) : Expected<std::vector<SavedBuffer>>(Status());
-  if (api == nullptr || !saved.ok()) {
-    store.finish(device.name, key, nullptr, /*retry=*/true);
-    return api == nullptr ? Status::error(TAOT_NO_DRIVER, who + ": first-call autotuning has no driver")
-                          : std::move(saved).take_status();
-  }
-  const BeforeLaunch restore = saved->empty() ? BeforeLaunch() : BeforeLaunch([&](CUstream on) {
-    return restore_buffers(*api, *saved, on, who);
-  });
+namespace {
 
-  TimingOptions quick;
-  quick.warmup_ms = kQuickMs;
-  quick.rep_ms = kQuickMs;
-  TimingOptions full;
-  full.warmup_ms = kFullWarmupMs;
-  full.rep_ms = kFullRepMs;
+// A key claimed for tuning: finished by commit() or next_step(); if neither ran (an exception),
+// given back so that a later call tunes it, and the threads waiting for it are woken.
+class Claim {
+ public:
+  Claim(AutotuneStore& store, const std::string& device, const std::vector<std::int64_t>& key)
+      : store_(store), device_(device), key_(key) {}
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+  ~Claim() {
+    if (!done_) store_.finish(device_, key_, nullptr, /*retry=*/true);
+  }
+  // The key's result is `config`; then its device's results are written (`*persisted`: how that went).
+  void commit(const std::uint16_t* config, Status* persisted) {
+    store_.finish(device_, key_, config);
+    done_ = true;
+    *persisted = store_.persist(device_);
+  }
+  // The key takes the later steps (heuristics, the default) in this process.
+  void next_step() {
+    store_.finish(device_, key_, nullptr);
+    done_ = true;
+  }
+
+ private:
+  AutotuneStore& store_;
+  const std::string& device_;
+  const std::vector<std::int64_t>& key_;
+  bool done_ = false;
+};
+
+// This thread in relaxed capture mode while it tunes, so that its allocations and synchronizations
+// neither fail nor break a capture another thread runs in global mode (torch.cuda.graph's).
+class RelaxedCapture {
+ public:
+  explicit RelaxedCapture(const driver::Api& api) noexcept : api_(api) {
+    if (api_.cuThreadExchangeStreamCaptureMode != nullptr &&
+        api_.cuThreadExchangeStreamCaptureMode(&mode_) == CUDA_SUCCESS)
+      exchanged_ = true;
+  }
+  ~RelaxedCapture() {
+    if (exchanged_) (void)api_.cuThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  const driver::Api& api_;
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool exchanged_ = false;
+};
+
+// The candidates' launches are not the call's: the launch observer does not see them.
+class Unobserved {
+ public:
+  Unobserved() noexcept { tuning_on_this_thread = true; }
+  ~Unobserved() { tuning_on_this_thread = false; }
+  Unobserved(const Unobserved&) = delete;
+  Unobserved& operator=(const Unobserved&) = delete;
+};
+
+// How one key's candidates are timed, on the call's arguments.
+struct Timed {
+  Kernel& kernel;
+  CUstream stream;
+  const taot_arg* args;
+  std::size_t arg_count;
+  const Grid* grid;
+  const BeforeLaunch& restore;
+
+  Expected<Timings> time(std::size_t variant, double warmup_ms, double rep_ms) const {
+    TimingOptions options;
+    options.warmup_ms = warmup_ms;
+    options.rep_ms = rep_ms;
+    return time_launches(kernel, stream, args, arg_count, Selection::variant(variant), grid, options, restore);
+  }
+};
+
+// The index of the fastest of `candidates` (candidates.size() when none could be timed; the first
+// failure into `*failure`): each timed quickly, in full unless far behind the best so far, then
+// the leaders again in interleaved rounds.
+std::size_t fastest(const Timed& timed, const std::vector<AutotuneCandidate>& candidates, Status* failure) {
   double best = std::numeric_limits<double>::infinity();
   std::size_t chosen = candidates.size();
-  Status first_failure;
-  struct Unobserved {  // the candidates' launches are not the call's
-    Unobserved() noexcept { tuning_on_this_thread = true; }
-    ~Unobserved() { tuning_on_this_thread = false; }
-  } unobserved;
   std::vector<double> full_median(candidates.size(), std::numeric_limits<double>::infinity());
   for (std::size_t c = 0; c < candidates.size(); ++c) {
-    const Selection variant = Selection::variant(candidates[c].variant);
-    Expected<Timings> timed = time_launches(kernel, stream, args, arg_count, variant, grid, quick, restore);
-    if (timed.ok() && timed->stats.median <= best * kPruneRatio)
-      timed = time_launches(kernel, stream, args, arg_count, variant, grid, full, restore);
-    else if (timed.ok())
+    Expected<Timings> timing = timed.time(candidates[c].variant, kQuickMs, kQuickMs);
+    if (timing.ok() && timing->stats.median <= best * kPruneRatio)
+      timing = timed.time(candidates[c].variant, kFullWarmupMs, kFullRepMs);
+    else if (timing.ok())
       continue;  // far behind the best: not timed in full
-    if (!timed.ok()) {
-      if (first_failure.ok()) first_failure = std::move(timed).take_status();
+    if (!timing.ok()) {
+      if (failure->ok()) *failure = std::move(timing).take_status();
       continue;
     }
-    full_median[c] = timed->stats.median;
-    if (timed->stats.median < best) {
-      best = timed->stats.median;
+    full_median[c] = timing->stats.median;
+    if (timing->stats.median < best) {
+      best = timing->stats.median;
       chosen = c;
     }
   }
@@ -436,38 +495,80 @@ Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const tao
     if (full_median[c] <= best * kLeaderRatio) leaders.push_back(c);
   std::sort(leaders.begin(), leaders.end(), [&](std::size_t a, std::size_t b) { return full_median[a] < full_median[b]; });
   if (leaders.size() > kMaxLeaders) leaders.resize(kMaxLeaders);
-  if (leaders.size() > 1) {
-    TimingOptions round;
-    round.warmup_ms = kRoundMs;
-    round.rep_ms = kRoundMs;
-    std::vector<std::vector<double>> rounds(leaders.size());
-    for (int r = 0; r < kLeaderRounds; ++r)
-      for (std::size_t l = 0; l < leaders.size(); ++l) {
-        Expected<Timings> timed = time_launches(kernel, stream, args, arg_count,
-                                                Selection::variant(candidates[leaders[l]].variant), grid, round, restore);
-        if (timed.ok()) rounds[l].push_back(timed->stats.median);
-      }
-    double best_rounds = std::numeric_limits<double>::infinity();
+  if (leaders.size() < 2) return chosen;
+  std::vector<std::vector<double>> rounds(leaders.size());
+  for (int r = 0; r < kLeaderRounds; ++r)
     for (std::size_t l = 0; l < leaders.size(); ++l) {
-      if (rounds[l].size() != static_cast<std::size_t>(kLeaderRounds)) continue;
-      const double median = statistics(rounds[l]).median;
-      if (median < best_rounds) {
-        best_rounds = median;
-        chosen = leaders[l];
-      }
+      Expected<Timings> timing = timed.time(candidates[leaders[l]].variant, kRoundMs, kRoundMs);
+      if (timing.ok()) rounds[l].push_back(timing->stats.median);
+    }
+  double best_rounds = std::numeric_limits<double>::infinity();
+  for (std::size_t l = 0; l < leaders.size(); ++l) {
+    if (rounds[l].size() != static_cast<std::size_t>(kLeaderRounds)) continue;
+    const double median = statistics(rounds[l]).median;
+    if (median < best_rounds) {
+      best_rounds = median;
+      chosen = leaders[l];
     }
   }
+  return chosen;
+}
+
+}  // namespace
+
+Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const taot_arg* args, std::size_t arg_count,
+                const Grid* grid, const DeviceFacts& device, const std::vector<std::int64_t>& key,
+                const std::vector<AutotuneCandidate>& candidates, Status* problem) {
+  const table::KernelTable& table = kernel.table();
+  const std::string who = std::string(table.library) + "::" + table.name;
+  if (!store.claim(device.name, key)) return Status();  // another thread tuned it meanwhile
+  Claim claim(store, device.name, key);
+  if (candidates.size() <= 1) {
+    if (candidates.empty()) claim.next_step();
+    else claim.commit(candidates[0].config.data(), problem);
+    return Status();
+  }
+  const driver::Api* api = driver::loaded();
+  if (api == nullptr) {
+    claim.next_step();
+    *problem = Status::error(TAOT_NO_DRIVER, who + ": first-call autotuning has no driver");
+    return Status();
+  }
+  // What keeps the key from being timed at all (a driver too old to time, memory for the copies)
+  // makes it take the later steps: the call launches as it would without tuning.
+  if (Status supported = timing_supported(*api, who); !supported.ok()) {
+    claim.next_step();
+    *problem = std::move(supported);
+    return Status();
+  }
+  const RelaxedCapture relaxed(*api);
+  Expected<std::vector<SavedBuffer>> saved = save_buffers(*api, table, args, stream, who);
+  if (!saved.ok()) {
+    claim.next_step();
+    *problem = std::move(saved).take_status();
+    return Status();
+  }
+  const BeforeLaunch restore = saved->empty() ? BeforeLaunch() : BeforeLaunch([&](CUstream on) {
+    return restore_buffers(*api, *saved, on, who);
+  });
+  Status failure;
+  std::size_t chosen = candidates.size();
+  {
+    const Unobserved unobserved;
+    chosen = fastest(Timed{kernel, stream, args, arg_count, grid, restore}, candidates, &failure);
+  }
+  // The call's own launch must find its memory as given: a failure to put it back fails the call.
   Status restored = restore_buffers(*api, *saved, stream, who);
-  if (restored.ok() && api->cuStreamSynchronize != nullptr)
+  if (restored.ok())
     if (const CUresult result = api->cuStreamSynchronize(stream); result != CUDA_SUCCESS)
       restored = driver_failure(*api, "cuStreamSynchronize", result, who);
-  if (chosen == candidates.size() || !restored.ok()) {
-    store.finish(device.name, key, nullptr, /*retry=*/true);
-    if (!restored.ok()) return restored;
-    return std::move(first_failure).with_context(who + ": first-call autotuning: no candidate could be timed");
+  if (!restored.ok()) return restored;  // (the claim is given back: a later call tries again)
+  if (chosen == candidates.size()) {
+    claim.next_step();
+    *problem = std::move(failure).with_context(who + ": first-call autotuning: no candidate could be timed");
+    return Status();
   }
-  store.finish(device.name, key, candidates[chosen].config.data());
-  *persisted = store.persist(device.name);
+  claim.commit(candidates[chosen].config.data(), problem);
   return Status();
 }
 

@@ -104,6 +104,7 @@ class AutotuneStore {
   Status persist(const std::string& device) const;
   // Reads a file of results (taot's format) into the store: it must be for this kernel, of this
   // library and build (library_id: identity()), name a device, and hold compiled values only.
+  // Choices already remembered are not told (the kernel reads its folder before its first choice).
   Status load(const TuningFile& file);
   // Drops every result (and bumps the epoch).
   void clear();
@@ -141,15 +142,18 @@ void load_autotune_directory(AutotuneStore& store);
 // the launch observer (the profiler, the recorder), which see the call's own launch only.
 inline thread_local bool tuning_on_this_thread = false;
 
-// Tunes the call's key (`key`, on `device`) unless another thread has: times `candidates` (at
-// least one) on the call's own arguments on `stream` (quickly, then in full those within reach of
-// the best), keeps the fastest in the store and writes the device's results to autotune_dir()
-// (`*persisted`: the write's status). The memory of the kernel's reset_to_zero and restore_value
-// arguments is copied first and put back before every timed launch and once more at the end, so
-// that the call's own launch finds it as given. A candidate whose launch fails is passed over;
-// when every one fails, the first failure is returned and the key stays untuned.
+// Tunes the call's key (`key`, on `device`) unless another thread has: times `candidates` on the
+// call's own arguments on `stream` (quickly, then in full those within reach of the best, then the
+// leaders in interleaved rounds), keeps the fastest in the store and writes the device's results
+// to autotune_dir(). The memory of the kernel's reset_to_zero and restore_value arguments is copied
+// first and put back before every timed launch and once more at the end, so that the call's own
+// launch finds it as given. A candidate whose launch fails is passed over. What keeps the key from
+// being timed (a driver that cannot time, no memory for the copies, every candidate failing) makes
+// it take the later steps in this process, and is said in `*problem` (as is a failure to write the
+// results), which a launch passes over and warmup() returns. Fails only when the memory could not
+// be put back (the call must not launch on it).
 Status tune_key(Kernel& kernel, AutotuneStore& store, CUstream stream, const taot_arg* args, std::size_t arg_count,
                 const Grid* grid, const DeviceFacts& device, const std::vector<std::int64_t>& key,
-                const std::vector<AutotuneCandidate>& candidates, Status* persisted);
+                const std::vector<AutotuneCandidate>& candidates, Status* problem);
 
 }  // namespace taot::detail

@@ -42,6 +42,40 @@ Expected<std::vector<taot::FieldRequest>> config_requests(const taot::table::Ker
   return fields;
 }
 
+// What a taot_launch_options asks of a launch (or a warmup): the selection, with the fields it
+// points into, and the grid given, if any. Filled in place (the selection points into `fields`).
+struct LaunchRequest {
+  taot::Selection selection = taot::Selection::automatic();
+  std::vector<taot::FieldRequest> fields;
+  const int64_t* grid = nullptr;
+};
+
+taot::Status read_launch_options(const taot::Kernel& kernel, const taot_launch_options* options,
+                                 LaunchRequest* request) {
+  const taot::table::KernelTable& table = kernel.table();
+  const std::string name = std::string(table.library) + "::" + table.name;
+  taot_launch_options given = TAOT_LAUNCH_OPTIONS_INIT;
+  if (options != nullptr) {
+    if (options->struct_size < sizeof(size_t) || options->struct_size > sizeof(taot_launch_options))
+      return taot::Status::error(TAOT_INVALID_ARGUMENT, name + ": taot_launch_options.struct_size is " +
+                                                            std::to_string(options->struct_size) +
+                                                            "; set it to sizeof(taot_launch_options)");
+    std::memcpy(&given, options, options->struct_size);
+  }
+  if (given.config_count != 0) {
+    if (given.variant >= 0)
+      return taot::Status::error(TAOT_INVALID_ARGUMENT, name + ": give either a variant or a config, not both");
+    Expected<std::vector<taot::FieldRequest>> requested = config_requests(table, given.config, given.config_count);
+    if (!requested.ok()) return std::move(requested).take_status();
+    request->fields = std::move(requested).value();
+    request->selection = taot::Selection::config(request->fields.data());
+  } else if (given.variant >= 0) {
+    request->selection = taot::Selection::variant(static_cast<size_t>(given.variant));
+  }
+  request->grid = given.grid;
+  return taot::Status();
+}
+
 }  // namespace
 
 extern "C" {
@@ -111,30 +145,30 @@ taot_status taot_launch_ex(taot_kernel* handle, CUstream stream, const taot_arg*
   return guarded([&]() -> taot::Status {
     if (handle == nullptr) return null_kernel();
     taot::Kernel& kernel = *taot::Kernel::from_handle(handle);
-    const taot::table::KernelTable& table = kernel.table();
-    const std::string name = std::string(table.library) + "::" + table.name;
-    taot_launch_options given = TAOT_LAUNCH_OPTIONS_INIT;
-    if (options != nullptr) {
-      if (options->struct_size < sizeof(size_t) || options->struct_size > sizeof(taot_launch_options))
-        return taot::Status::error(TAOT_INVALID_ARGUMENT, name + ": taot_launch_options.struct_size is " +
-                                                              std::to_string(options->struct_size) +
-                                                              "; set it to sizeof(taot_launch_options)");
-      std::memcpy(&given, options, options->struct_size);
-    }
-    taot::Selection selection = taot::Selection::automatic();
-    std::vector<taot::FieldRequest> fields;
-    if (given.config_count != 0) {
-      if (given.variant >= 0)
-        return taot::Status::error(TAOT_INVALID_ARGUMENT, name + ": give either a variant or a config, not both");
-      Expected<std::vector<taot::FieldRequest>> requested = config_requests(table, given.config, given.config_count);
-      if (!requested.ok()) return std::move(requested).take_status();
-      fields = std::move(requested).value();
-      selection = taot::Selection::config(fields.data());
-    } else if (given.variant >= 0) {
-      selection = taot::Selection::variant(static_cast<size_t>(given.variant));
-    }
-    if (given.grid == nullptr) return kernel.launch(stream, args, arg_count, selection);
-    return kernel.launch(stream, args, arg_count, selection, taot::Grid{given.grid[0], given.grid[1], given.grid[2]});
+    LaunchRequest request;
+    if (taot::Status status = read_launch_options(kernel, options, &request); !status.ok()) return status;
+    if (request.grid == nullptr) return kernel.launch(stream, args, arg_count, request.selection);
+    return kernel.launch(stream, args, arg_count, request.selection,
+                         taot::Grid{request.grid[0], request.grid[1], request.grid[2]});
+  });
+}
+
+taot_status taot_kernel_warmup(taot_kernel* handle, CUstream stream, const taot_arg* args, size_t arg_count,
+                               const taot_launch_options* options, size_t* variant_index, taot_step* step) {
+  return guarded([&]() -> taot::Status {
+    if (handle == nullptr) return null_kernel();
+    taot::Kernel& kernel = *taot::Kernel::from_handle(handle);
+    LaunchRequest request;
+    if (taot::Status status = read_launch_options(kernel, options, &request); !status.ok()) return status;
+    Expected<taot::Choice> choice =
+        request.grid == nullptr
+            ? kernel.warmup(stream, args, arg_count, request.selection)
+            : kernel.warmup(stream, args, arg_count, request.selection,
+                            taot::Grid{request.grid[0], request.grid[1], request.grid[2]});
+    if (!choice.ok()) return std::move(choice).take_status();
+    if (variant_index != nullptr) *variant_index = choice->variant;
+    if (step != nullptr) *step = static_cast<taot_step>(choice->step);
+    return taot::Status();
   });
 }
 

@@ -1,6 +1,7 @@
 // The C ABI of run-time tuned tables (taot_kernel_load_tuning, taot_kernel_reset_tuning) over
 // Kernel::load_tuning and Kernel::reset_tuning, and of first-call autotuning over taot::set_autotune,
-// taot::set_autotune_dir and Kernel's set_autotune, warmup and reset_autotune.
+// taot::set_autotune_dir and Kernel's set_autotune and reset_autotune (taot_kernel_warmup is in c_api.cpp,
+// beside taot_launch_ex, whose options it takes).
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,7 +35,12 @@ std::optional<bool> switch_of(int mode) { return mode < 0 ? std::nullopt : std::
 
 void taot_set_autotune(int mode) { taot::set_autotune(switch_of(mode)); }
 
-void taot_set_autotune_dir(const char* path) { taot::set_autotune_dir(path != nullptr ? path : ""); }
+taot_status taot_set_autotune_dir(const char* path) {
+  return taot::detail::guarded([&]() -> taot::Status {
+    taot::set_autotune_dir(path != nullptr ? path : "");
+    return taot::Status();
+  });
+}
 
 taot_status taot_kernel_set_autotune(taot_kernel* handle, int mode) {
   return taot::detail::guarded([&]() -> taot::Status {
@@ -45,18 +51,6 @@ taot_status taot_kernel_set_autotune(taot_kernel* handle, int mode) {
 taot_status taot_kernel_reset_autotune(taot_kernel* handle) {
   return taot::detail::guarded([&]() -> taot::Status {
     return handle == nullptr ? taot::detail::null_kernel() : taot::Kernel::from_handle(handle)->reset_autotune();
-  });
-}
-
-taot_status taot_kernel_warmup(taot_kernel* handle, CUstream stream, const taot_arg* args, size_t arg_count,
-                               size_t* variant_index, taot_step* step) {
-  return taot::detail::guarded([&]() -> taot::Status {
-    if (handle == nullptr) return taot::detail::null_kernel();
-    taot::Expected<taot::Choice> choice = taot::Kernel::from_handle(handle)->warmup(stream, args, arg_count);
-    if (!choice.ok()) return std::move(choice).take_status();
-    if (variant_index != nullptr) *variant_index = choice->variant;
-    if (step != nullptr) *step = static_cast<taot_step>(choice->step);
-    return taot::Status();
   });
 }
 

@@ -121,16 +121,16 @@ class RuleSteps {
   }
 
   // What first-call autotuning times for the call: per distinct combination of the timed fields'
-  // values among the variants that accept the arguments (and have the caller's values), in variant
-  // order, the variant it chooses as a tuned entry would (with the heuristics and the default for
+  // values among the variants that accept the arguments, in variant order, the variant it chooses as a tuned entry would (with the heuristics and the default for
   // the other fields, keeping to the requirements); each variant once. `*key`: the call's key
-  // values (left empty, with no candidates, when the caller leaves a key field to the runtime).
+  // values (left empty, with no candidates, when the caller leaves a key field to the runtime or
+  // gives a timed field).
   Status autotune_candidates(const Selection& selection, const DeviceFacts* device, std::vector<std::int64_t>* key,
                              std::vector<AutotuneCandidate>* candidates) {
     std::size_t pinned_count = 0;
     if (Status status = start(selection, device, &pinned_count); !status.ok()) return status;
     key->assign(table_.tuning_key_count, 0);
-    if (table_.autotune == nullptr || !key_values(key->data())) {
+    if (table_.autotune == nullptr || caller_gives_timed_field() || !key_values(key->data())) {
       key->clear();
       return Status();
     }
@@ -141,13 +141,11 @@ class RuleSteps {
       if (!test_bit(facts_.data(), bit)) continue;
       const table::Variant& variant = table_.variants[index_.variant_at(bit)];
       std::fill(config.begin(), config.end(), table::kUnsetValue);
-      bool fits = true;
-      for (std::uint16_t i = 0; i < autotune.field_count && fits; ++i) {
-        const std::uint16_t f = autotune.fields[i];  // < field_count: check_rules
-        if (pinned_[f] == table::kUnsetValue) config[f] = variant.config[f];
-        else fits = variant.config[f] == pinned_[f];
+      for (std::uint16_t i = 0; i < autotune.field_count; ++i) {
+        const std::uint16_t f = autotune.fields[i];  // < field_count: check_rules; not pinned (above)
+        config[f] = variant.config[f];
       }
-      if (!fits || std::find(seen.begin(), seen.end(), config) != seen.end()) continue;
+      if (std::find(seen.begin(), seen.end(), config) != seen.end()) continue;
       seen.push_back(config);
       Expected<std::int64_t> chosen = entry_step(config.data());
       if (!chosen.ok()) return std::move(chosen).take_status();
@@ -379,12 +377,21 @@ class RuleSteps {
     return entry_step(tuned.configs + entry * table_.field_count);
   }
 
+  // Whether the caller gives a field first-call autotuning times: then the call is not tuned (as
+  // Triton's autotuner refuses a meta-parameter its configs set) and the later steps choose.
+  bool caller_gives_timed_field() const noexcept {
+    const table::Autotune& autotune = *table_.autotune;
+    for (std::uint16_t i = 0; i < autotune.field_count; ++i)
+      if (pinned_[autotune.fields[i]] != table::kUnsetValue) return true;
+    return false;
+  }
+
   // The config first-call autotuning chose for the call's key on `device`: -1 when there is none
   // (`*untuned` set when the key was not tuned yet) or it has no variant that fits these arguments
   // (a dtype the key was not tuned with, say: the later steps choose).
   Expected<std::int64_t> autotuned_step(const AutotuneStore& store, const DeviceFacts* device, bool* untuned) {
     InlineArray<std::int64_t, 8> key(table_.tuning_key_count);
-    if (!key_values(key.data())) return std::int64_t{-1};
+    if (table_.autotune == nullptr || caller_gives_timed_field() || !key_values(key.data())) return std::int64_t{-1};
     InlineArray<std::uint16_t, kInlineFields> config(table_.field_count);
     const AutotuneStore::Found found =
         store.find(device != nullptr ? std::string_view(device->name) : std::string_view(), key.data(), config.data());
@@ -627,6 +634,18 @@ bool RuleChooser::add_config_key(const FactIndex& index, const FieldRequest* fie
   for (std::size_t w = 0; w < *words; ++w) hash = hash_word(hash, key[w]);
   *slot = slot_of_hash(hash);
   return true;
+}
+
+void RuleChooser::forget_choices() const noexcept {
+  if (!choice_cache_) return;
+  for (std::size_t s = 0; s < kChoiceSlots; ++s) {
+    ChoiceSlot& entry = choice_cache_[s];
+    std::uint32_t sequence = entry.sequence.load(std::memory_order_relaxed);
+    while ((sequence & 1U) || !entry.sequence.compare_exchange_weak(sequence, sequence + 1, std::memory_order_acquire))
+      sequence = entry.sequence.load(std::memory_order_relaxed) & ~1U;  // a writer finishes: then empty it
+    entry.choice.store(0, std::memory_order_release);
+    entry.sequence.store(sequence + 2, std::memory_order_release);
+  }
 }
 
 void RuleChooser::remember_choice(const std::uint64_t* key, std::size_t words, std::size_t slot,

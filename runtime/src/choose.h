@@ -70,6 +70,10 @@ class RuleChooser {
               const DeviceFacts* device, const TuningInForce& tuning, std::int64_t num_sms,
               Choice* choice) const noexcept;
 
+  // Drops every remembered choice (first-call autotuning's results or switch changed). Thread-safe:
+  // a choice being remembered meanwhile with the old state is keyed by the old epoch.
+  void forget_choices() const noexcept;
+
   // Whether the kernel has heuristics, requirements or a tuning key, so that its choice depends
   // on argument values (its automatic choices are cached by those values, not memoized by facts).
   bool has_rules() const noexcept { return has_rules_; }

@@ -459,10 +459,10 @@ __attribute__((always_inline)) inline Status select_variant(const KernelState& s
 // First-call autotuning of the call's key, which select_variant found untuned: unless there is no
 // device or `stream` is capturing a CUDA graph (then `*choice`, the later steps', stands), the
 // key's candidates are timed on the call's arguments (tune_key) and the choice is made again.
-// `*persisted`: whether the results could be written where autotune_dir() says.
+// `*problem`: what kept the key from being tuned, or its results from being written (tune_key).
 Status tune_then_select(Kernel& kernel, KernelState& state, CUstream stream, const taot_arg* args,
                         std::size_t arg_count, const Selection& selection, const Grid* grid, const DeviceFacts* device,
-                        Choice* choice, Status* persisted) {
+                        Choice* choice, Status* problem) {
   const driver::Api* api = driver::loaded();
   if (device == nullptr || api == nullptr) return Status();
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -476,7 +476,7 @@ Status tune_then_select(Kernel& kernel, KernelState& state, CUstream stream, con
     return status;
   if (key.empty() || candidates.empty()) return Status();
   if (Status status = tune_key(kernel, state.autotuned, stream, args, arg_count, grid, *device, key, candidates,
-                               persisted);
+                               problem);
       !status.ok())
     return status;
   return select_variant(state, args, arg_count, selection, device, choice);
@@ -718,12 +718,17 @@ Expected<Choice> Kernel::warmup_any(CUstream stream, const taot_arg* args, std::
     return Status::error(TAOT_INVALID_ARGUMENT, state.index.qualified_name() +
                                                     ": warmup times launches, which a stream capturing a CUDA graph "
                                                     "cannot: warm up before the capture");
-  Status persisted;
-  if (Status status =
-          detail::tune_then_select(*this, state, stream, args, arg_count, selection, grid, device.facts, &choice, &persisted);
+  std::array<std::int64_t, 3> programs;
+  if (Status status = detail::launch_grid(state, choice.variant, args, grid, detail::num_sms_of(device.facts), programs);
       !status.ok())
     return status;
-  if (!persisted.ok()) return std::move(persisted).with_context(state.index.qualified_name());
+  if (detail::empty_grid(programs)) return choice;  // a key of no work: nothing to time
+  Status problem;
+  if (Status status =
+          detail::tune_then_select(*this, state, stream, args, arg_count, selection, grid, device.facts, &choice, &problem);
+      !status.ok())
+    return status;
+  if (!problem.ok()) return problem;
   return choice;
 }
 
@@ -813,19 +818,24 @@ Status Kernel::launch_any(CUstream stream, const taot_arg* args, std::size_t arg
   if (Status status = detail::select_variant(state, args, arg_count, selection, device.facts, &choice, &untuned);
       !status.ok())
     return status;
-  if (TAOT_UNLIKELY(untuned)) {
-    Status persisted;  // a launch does not fail for results it could not write (warmup() says so)
-    if (Status status = detail::tune_then_select(*this, state, stream, args, arg_count, selection, given_grid,
-                                                 device.facts, &choice, &persisted);
-        !status.ok())
-      return status;
-  }
-  const std::size_t selected = choice.variant;
   std::array<std::int64_t, 3> grid;
-  if (Status status = detail::launch_grid(state, selected, args, given_grid, detail::num_sms_of(device.facts), grid);
+  if (Status status = detail::launch_grid(state, choice.variant, args, given_grid, detail::num_sms_of(device.facts), grid);
       !status.ok())
     return status;
-  if (detail::empty_grid(grid)) return Status();  // nothing to launch
+  if (detail::empty_grid(grid)) return Status();  // nothing to launch (nor to tune: a key of no work)
+  if (TAOT_UNLIKELY(untuned)) {
+    Status problem;  // a launch that could not tune launches as it would without (warmup() says why)
+    if (Status status = detail::tune_then_select(*this, state, stream, args, arg_count, selection, given_grid,
+                                                 device.facts, &choice, &problem);
+        !status.ok())
+      return status;
+    if (Status status = detail::launch_grid(state, choice.variant, args, given_grid, detail::num_sms_of(device.facts),
+                                            grid);
+        !status.ok())
+      return status;
+    if (detail::empty_grid(grid)) return Status();
+  }
+  const std::size_t selected = choice.variant;
 
   // 4. The function, with its clusters: programs of a cluster kernel are clusters of num_ctas
   // blocks along x (Triton 3.6).

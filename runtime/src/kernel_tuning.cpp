@@ -46,6 +46,7 @@ Status Kernel::set_autotune(std::optional<bool> on) {
   Expected<detail::KernelState*> state = this->state();
   if (!state.ok()) return std::move(state).take_status();
   (*state)->autotuned.set_enabled(on);
+  (*state)->chooser.forget_choices();
   return {};
 }
 
@@ -53,6 +54,7 @@ Status Kernel::reset_autotune() {
   Expected<detail::KernelState*> state = this->state();
   if (!state.ok()) return std::move(state).take_status();
   (*state)->autotuned.clear();
+  (*state)->chooser.forget_choices();
   return {};
 }
 

@@ -330,6 +330,10 @@ class Timer {
 
 }  // namespace
 
+Status detail::timing_supported(const driver::Api& api, const std::string& who) {
+  return missing_entry_point(api, /*graph=*/false, who);
+}
+
 Expected<Timings> time_launches(Kernel& kernel, CUstream stream, const taot_arg* args, std::size_t arg_count,
                                 const Selection& selection, const Grid* grid, const TimingOptions& options) {
   return detail::time_launches(kernel, stream, args, arg_count, selection, grid, options, detail::BeforeLaunch());

@@ -3,10 +3,16 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
+#include "taot/driver_api.h"
 #include "taot/timing.h"
 
 namespace taot::detail {
+
+// Whether the driver has what timing needs (events, the L2 flush, a synchronize): else
+// TAOT_NOT_SUPPORTED naming the missing entry point, `who` first.
+Status timing_supported(const driver::Api& api, const std::string& who);
 
 // Stream-ordered work on the stream given, enqueued before each launch (or graph replay) of a
 // timed run, outside its events, and before the L2 flush; it may not synchronize.

@@ -169,11 +169,12 @@ taot_status taot_kernel_reset_tuning(taot_kernel* kernel);
 void taot_set_autotune(int mode);
 taot_status taot_kernel_set_autotune(taot_kernel* kernel, int mode);
 /* The folder first-call results persist in (taot::set_autotune_dir); NULL or "" for none. */
-void taot_set_autotune_dir(const char* path);
-/* Tunes the key of these arguments ahead of time, as a launch would (before a CUDA graph capture),
- * and gives the choice a launch makes now; either output may be null. */
+taot_status taot_set_autotune_dir(const char* path);
+/* Tunes the key of these arguments ahead of time, as a launch with `options` (null: automatic)
+ * would (before a CUDA graph capture), and gives the choice a launch makes now; either output may
+ * be null. */
 taot_status taot_kernel_warmup(taot_kernel* kernel, CUstream stream, const taot_arg* args, size_t arg_count,
-                               size_t* variant_index, taot_step* step);
+                               const taot_launch_options* options, size_t* variant_index, taot_step* step);
 /* Drops the kernel's first-call results in this process. */
 taot_status taot_kernel_reset_autotune(taot_kernel* kernel);
 

@@ -41,7 +41,8 @@ namespace taot::driver {
 //  stream and CUDA graphs. cuEventElapsedTime_v2 is CUDA 12.8's (drivers before it cannot time);
 //  cuda.h's cuGraphInstantiate is cuGraphInstantiateWithFlags (11.4), whose signature it declares.
 //  cuMemGetAddressRange and cuMemcpyDtoH copy a recorded launch's buffers ($TAOT_RECORD, recorder.h);
-//  cuMemcpyDtoDAsync restores the buffers first-call autotuning's timed runs change (autotune.h).
+//  cuMemcpyDtoDAsync restores the buffers first-call autotuning's timed runs change (autotune.h);
+//  cuThreadExchangeStreamCaptureMode lets its allocations run beside another thread's capture.
 #define TAOT_DRIVER_OPTIONAL(X)                          \
   X(cuCtxGetId, "cuCtxGetId")                            \
   X(cuLaunchKernelEx, "cuLaunchKernelEx")                \
@@ -68,7 +69,8 @@ namespace taot::driver {
   X(cuGraphDestroy, "cuGraphDestroy")                    \
   X(cuMemGetAddressRange, "cuMemGetAddressRange_v2")     \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                     \
-  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")           \
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode")
 
 // Function pointers of the driver. Every required member is non-null in a table returned by get().
 struct alignas(64) Api {

@@ -112,6 +112,11 @@ TEST_F(AutotuneTest, TheFirstLaunchOfAKeyTimesEveryConfigAndLaunchesTheFastest) 
   EXPECT_EQ(add.table.facts[after->variant].block, 256);
   EXPECT_EQ(add.table.facts[after->variant].num_warps, 8);
 
+  // The thread tuned in relaxed capture mode (another thread's global capture is not broken), and
+  // went back to its own mode after.
+  EXPECT_EQ(fake.capture_modes_set(),
+            (std::vector<CUstreamCaptureMode>{CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_GLOBAL}));
+
   // Later launches of the key time nothing: one launch each.
   const int queries = fake.elapsed_queries();
   for (int l = 0; l < 3; ++l) ASSERT_TRUE(launch(kernel).ok());
@@ -238,7 +243,7 @@ TEST_F(AutotuneTest, ALaunchDuringCaptureTakesTheLaterStepsAndWarmupTunesAheadOf
   fake.set_capturing(kTuneStream, false);
   std::size_t variant = 0;
   taot_step step = TAOT_STEP_VARIANT;
-  ASSERT_EQ(taot_kernel_warmup(kernel.handle(), kTuneStream, args.data(), args.size(), &variant, &step), TAOT_OK);
+  ASSERT_EQ(taot_kernel_warmup(kernel.handle(), kTuneStream, args.data(), args.size(), nullptr, &variant, &step), TAOT_OK);
   EXPECT_EQ(step, TAOT_STEP_AUTOTUNED);
   EXPECT_STREQ(taot_step_name(step), "autotuned at first call");
   EXPECT_EQ(add.table.facts[variant].block, 256);
@@ -247,6 +252,51 @@ TEST_F(AutotuneTest, ALaunchDuringCaptureTakesTheLaterStepsAndWarmupTunesAheadOf
   ASSERT_TRUE(launch(kernel).ok());
   EXPECT_EQ(fake.launches().size(), after_warmup + 1);
   EXPECT_EQ(config_of(fake.launches().back(), kN), "256/8");
+}
+
+TEST_F(AutotuneTest, ADriverThatCannotTimeLaunchesUntunedAndWarmupSaysWhy) {
+  fake.edit_api().cuEventElapsedTime = nullptr;  // a driver older than CUDA 12.8
+  AutotunedAdd add;
+  Kernel kernel(add.table.kernel);
+  ASSERT_TRUE(launch(kernel).ok());
+  EXPECT_EQ(fake.launches().size(), 1u);
+  EXPECT_EQ(config_of(fake.launches().back(), kN), "1024/4");  // the default, as without tuning
+  AutotunedAdd again;
+  again.table.kernel.name = "again";
+  Kernel warmed(again.table.kernel);
+  Expected<Choice> refused = warmed.warmup(kTuneStream, args.data(), args.size());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), TAOT_NOT_SUPPORTED);
+  EXPECT_THAT(refused.status().message(), HasSubstr("cuEventElapsedTime_v2"));
+  ASSERT_TRUE(launch(warmed).ok());  // the key takes the later steps now: no second attempt
+  EXPECT_EQ(choose(warmed)->step, Step::fallback);
+}
+
+TEST_F(AutotuneTest, ACallThatGivesATimedFieldOrLaunchesNothingIsNotTuned) {
+  AutotunedAdd add;
+  Kernel kernel(add.table.kernel);
+  FieldRequest block[2] = {request(std::optional<std::int64_t>(256)), {}};
+  ASSERT_TRUE(kernel.launch(kTuneStream, args.data(), args.size(), Selection::config(block)).ok());
+  EXPECT_EQ(fake.elapsed_queries(), 0);
+  EXPECT_EQ(kernel.choose(args.data(), args.size(), Selection::config(block))->step, Step::config);
+  std::vector<taot_arg> empty = args;
+  empty[3] = arg(std::int64_t{0});  // n = 0: a grid of no programs
+  ASSERT_TRUE(kernel.launch(kTuneStream, empty.data(), empty.size()).ok());
+  EXPECT_EQ(fake.elapsed_queries(), 0);
+  EXPECT_TRUE(fake.launches().size() == 1u);  // the config's launch only
+}
+
+TEST_F(AutotuneTest, ResetTunesAgainAtTheNextLaunch) {
+  AutotunedAdd add;
+  Kernel kernel(add.table.kernel);
+  ASSERT_TRUE(launch(kernel).ok());
+  ASSERT_EQ(choose(kernel)->step, Step::autotuned);
+  const int queries = fake.elapsed_queries();
+  ASSERT_TRUE(kernel.reset_autotune().ok());
+  EXPECT_EQ(choose(kernel)->step, Step::fallback);  // the remembered choice is gone
+  ASSERT_TRUE(launch(kernel).ok());
+  EXPECT_GT(fake.elapsed_queries(), queries);
+  EXPECT_EQ(choose(kernel)->step, Step::autotuned);
 }
 
 TEST_F(AutotuneTest, SwitchedOffNothingIsTimed) {

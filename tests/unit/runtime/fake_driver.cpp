@@ -253,6 +253,15 @@ struct FakeEntryPoints {
       if (operations[o].kind == RecordedOperation::Kind::launch) total += fake.launch_ms(fake.launches_[operations[o].handle]);
     return total;
   }
+  // Each thread's capture mode, global at first, as the driver's.
+  static CUresult exchange_capture_mode(CUstreamCaptureMode* mode) {
+    thread_local CUstreamCaptureMode current_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    FakeDriver& fake = driver();
+    std::lock_guard<std::mutex> lock(fake.mutex_);
+    fake.capture_modes_set_.push_back(*mode);
+    std::swap(current_mode, *mode);
+    return CUDA_SUCCESS;
+  }
   static CUresult memcpy_dtod_async(CUdeviceptr to, CUdeviceptr from, std::size_t bytes, CUstream stream) {
     FakeDriver& fake = driver();
     std::lock_guard<std::mutex> lock(fake.mutex_);
@@ -462,6 +471,7 @@ FakeDriver::FakeDriver(std::size_t param_count_hint) : params_per_launch(param_c
   api_.cuMemGetAddressRange = &FakeEntryPoints::mem_get_address_range;
   api_.cuMemcpyDtoH = &FakeEntryPoints::memcpy_dtoh;
   api_.cuMemcpyDtoDAsync = &FakeEntryPoints::memcpy_dtod_async;
+  api_.cuThreadExchangeStreamCaptureMode = &FakeEntryPoints::exchange_capture_mode;
   active_driver = this;
   current = nullptr;
   driver::install_for_testing(&api_);
@@ -519,6 +529,11 @@ void FakeDriver::write_memory(CUdeviceptr address, const std::vector<unsigned ch
   std::lock_guard<std::mutex> lock(mutex_);
   RecordedAllocation* allocation = FakeEntryPoints::allocation_of(*this, address, bytes.size());
   if (allocation != nullptr) std::copy(bytes.begin(), bytes.end(), allocation->contents.begin() + (address - allocation->address));
+}
+
+std::vector<CUstreamCaptureMode> FakeDriver::capture_modes_set() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return capture_modes_set_;
 }
 
 std::vector<RecordedTensorMap> FakeDriver::tensor_maps() const {

@@ -156,6 +156,8 @@ class FakeDriver {
   // When true, every launch adds 1 to the byte its first parameter points at (inside an
   // allocation): a kernel that accumulates, as atomics into an output do.
   bool launches_accumulate = false;
+  // cuThreadExchangeStreamCaptureMode calls, and the modes they set, in order (all threads).
+  std::vector<CUstreamCaptureMode> capture_modes_set() const;
   // Launches of functions in this set fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.
   std::set<std::uintptr_t> failing_functions;
 
@@ -195,6 +197,7 @@ class FakeDriver {
   std::vector<RecordedGraph> graphs_;
   std::vector<RecordedGraphExec> graph_execs_;
   std::vector<float> scripted_elapsed_;
+  std::vector<CUstreamCaptureMode> capture_modes_set_;
   std::size_t next_elapsed_ = 0;
   int elapsed_queries_ = 0;
   std::vector<int> event_states_;  // per event handle - 1: 0 created, 1 recorded, -1 destroyed
