@@ -10,6 +10,11 @@
 #include "taot/c_api.h"
 #include "taot/runtime.h"
 
+namespace {
+// A C switch: -1 none (the next level's), 0 off, 1 (any other) on.
+std::optional<bool> switch_of(int mode) { return mode < 0 ? std::nullopt : std::optional<bool>(mode != 0); }
+}  // namespace
+
 extern "C" {
 
 taot_status taot_kernel_load_tuning(taot_kernel* handle, const char* path, const char* device) {
@@ -28,10 +33,6 @@ taot_status taot_kernel_reset_tuning(taot_kernel* handle) {
     return handle == nullptr ? taot::detail::null_kernel() : taot::Kernel::from_handle(handle)->reset_tuning();
   });
 }
-
-namespace {
-std::optional<bool> switch_of(int mode) { return mode < 0 ? std::nullopt : std::optional<bool>(mode != 0); }
-}  // namespace
 
 void taot_set_autotune(int mode) { taot::set_autotune(switch_of(mode)); }
 
