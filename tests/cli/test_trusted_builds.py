@@ -278,7 +278,7 @@ def test_ctrl_c_while_the_workers_start_stops_quietly(project, taot_bin, delay):
         os.killpg(build.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
     code, _, err = finish(build)
     assert "Fatal Python error" not in err and "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert code in (0, 130), err
+    assert code in (0, 130, -signal.SIGINT), err  # (-SIGINT: it landed as the build was ending)
     if code == 130:
         assert err.splitlines()[-1].startswith("interrupted"), err
 
