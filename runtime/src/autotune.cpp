@@ -101,15 +101,6 @@ TuningValue file_value(const table::ConfigField& field, std::uint16_t index) {
   return value;
 }
 
-std::vector<std::string> key_names(const table::KernelTable& table) {
-  std::vector<std::string> names;
-  for (std::uint16_t k = 0; k < table.tuning_key_count; ++k) {
-    const table::TuningKeyPart& part = table.tuning_key[k];
-    names.emplace_back(part.field ? table.fields[part.index].name : table.args[part.index].name);
-  }
-  return names;
-}
-
 // "NVIDIA H100 80GB HBM3" -> "NVIDIA_H100_80GB_HBM3": a device's results file, without its ".json".
 std::string file_stem(std::string_view device) {
   std::string stem(device);
@@ -319,7 +310,7 @@ TuningFile AutotuneStore::results(const std::string& device) const {
   file.library = table_.library;
   file.library_id = identity_;
   file.device = device;
-  file.key = key_names(table_);
+  file.key = tuning_key_names(table_);
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (const auto& [key, slot] : slots_) {
     if (key.first != device || slot.tuning || slot.next_step) continue;

@@ -459,15 +459,24 @@ __attribute__((always_inline)) inline Status select_variant(const KernelState& s
 // First-call autotuning of the call's key, which select_variant found untuned: unless there is no
 // device or `stream` is capturing a CUDA graph (then `*choice`, the later steps', stands), the
 // key's candidates are timed on the call's arguments (tune_key) and the choice is made again.
-// `*problem`: what kept the key from being tuned, or its results from being written (tune_key).
+// `*problem`: what kept the key from being tuned (a capture among them), or its results from being
+// written (tune_key); a launch passes over it, warmup() returns it.
 Status tune_then_select(Kernel& kernel, KernelState& state, CUstream stream, const taot_arg* args,
                         std::size_t arg_count, const Selection& selection, const Grid* grid, const DeviceFacts* device,
                         Choice* choice, Status* problem) {
   const driver::Api* api = driver::loaded();
   if (device == nullptr || api == nullptr) return Status();
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (api->cuStreamIsCapturing(stream, &capturing) != CUDA_SUCCESS || capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+  if (const CUresult result = api->cuStreamIsCapturing(stream, &capturing); result != CUDA_SUCCESS) {
+    *problem = driver::call_error(*api, "cuStreamIsCapturing", result).with_context(state.index.qualified_name());
     return Status();
+  }
+  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
+    *problem = Status::error(TAOT_INVALID_ARGUMENT, state.index.qualified_name() +
+                                                        ": first-call autotuning times launches, which a stream "
+                                                        "capturing a CUDA graph cannot: warm up before the capture");
+    return Status();
+  }
   std::vector<std::int64_t> key;
   std::vector<AutotuneCandidate> candidates;
   if (Status status = state.chooser.autotune_candidates(state.index, args, arg_count, selection, device,
@@ -507,6 +516,25 @@ Status launch_grid(const KernelState& state, std::size_t selected, const taot_ar
   if (grid[0] > kMaxGridX || grid[1] > kMaxGridYZ || grid[2] > kMaxGridYZ)
     return grid_error(state.index, variant, grid, 1);
   return Status();
+}
+
+// Steps 2 and 3 of any launch or warmup: the variant, remembered or decided, and its grid (launch_grid);
+// a key first-call autotuning has not tuned is tuned first (tune_then_select), unless the grid has
+// no programs (a key of no work). `*problem`: what kept the key from being tuned.
+Status select_with_grid(Kernel& kernel, KernelState& state, CUstream stream, const taot_arg* args,
+                        std::size_t arg_count, const Selection& selection, const Grid* given_grid,
+                        const DeviceFacts* device, Choice* choice, std::array<std::int64_t, 3>& grid, Status* problem) {
+  bool untuned = false;
+  if (Status status = select_variant(state, args, arg_count, selection, device, choice, &untuned); !status.ok())
+    return status;
+  if (Status status = launch_grid(state, choice->variant, args, given_grid, num_sms_of(device), grid); !status.ok())
+    return status;
+  if (TAOT_LIKELY(!untuned) || empty_grid(grid)) return Status();
+  if (Status status = tune_then_select(kernel, state, stream, args, arg_count, selection, given_grid, device, choice,
+                                       problem);
+      !status.ok())
+    return status;
+  return launch_grid(state, choice->variant, args, given_grid, num_sms_of(device), grid);
 }
 
 // Step 4, the function: the variant's in the current context (`current`: the one step 1 found, or
@@ -706,26 +734,10 @@ Expected<Choice> Kernel::warmup_any(CUstream stream, const taot_arg* args, std::
   if (Status status = detail::resolve_device(&api, state.index, /*required=*/true, &device); !status.ok())
     return status;
   Choice choice{};
-  bool untuned = false;
-  if (Status status = detail::select_variant(state, args, arg_count, selection, device.facts, &choice, &untuned);
-      !status.ok())
-    return status;
-  if (!untuned) return choice;
-  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (const CUresult result = api->cuStreamIsCapturing(stream, &capturing); result != CUDA_SUCCESS)
-    return driver::call_error(*api, "cuStreamIsCapturing", result).with_context(state.index.qualified_name());
-  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
-    return Status::error(TAOT_INVALID_ARGUMENT, state.index.qualified_name() +
-                                                    ": warmup times launches, which a stream capturing a CUDA graph "
-                                                    "cannot: warm up before the capture");
   std::array<std::int64_t, 3> programs;
-  if (Status status = detail::launch_grid(state, choice.variant, args, grid, detail::num_sms_of(device.facts), programs);
-      !status.ok())
-    return status;
-  if (detail::empty_grid(programs)) return choice;  // a key of no work: nothing to time
   Status problem;
-  if (Status status =
-          detail::tune_then_select(*this, state, stream, args, arg_count, selection, grid, device.facts, &choice, &problem);
+  if (Status status = detail::select_with_grid(*this, state, stream, args, arg_count, selection, grid, device.facts,
+                                               &choice, programs, &problem);
       !status.ok())
     return status;
   if (!problem.ok()) return problem;
@@ -814,27 +826,13 @@ Status Kernel::launch_any(CUstream stream, const taot_arg* args, std::size_t arg
   }
   // 2. The variant (tuning the call's key first, when first-call autotuning has not yet). 3. The grid.
   Choice choice{};
-  bool untuned = false;
-  if (Status status = detail::select_variant(state, args, arg_count, selection, device.facts, &choice, &untuned);
-      !status.ok())
-    return status;
   std::array<std::int64_t, 3> grid;
-  if (Status status = detail::launch_grid(state, choice.variant, args, given_grid, detail::num_sms_of(device.facts), grid);
+  Status problem;  // a launch that could not tune launches as it would without (warmup() says why)
+  if (Status status = detail::select_with_grid(*this, state, stream, args, arg_count, selection, given_grid,
+                                               device.facts, &choice, grid, &problem);
       !status.ok())
     return status;
-  if (detail::empty_grid(grid)) return Status();  // nothing to launch (nor to tune: a key of no work)
-  if (TAOT_UNLIKELY(untuned)) {
-    Status problem;  // a launch that could not tune launches as it would without (warmup() says why)
-    if (Status status = detail::tune_then_select(*this, state, stream, args, arg_count, selection, given_grid,
-                                                 device.facts, &choice, &problem);
-        !status.ok())
-      return status;
-    if (Status status = detail::launch_grid(state, choice.variant, args, given_grid, detail::num_sms_of(device.facts),
-                                            grid);
-        !status.ok())
-      return status;
-    if (detail::empty_grid(grid)) return Status();
-  }
+  if (detail::empty_grid(grid)) return Status();  // nothing to launch
   const std::size_t selected = choice.variant;
 
   // 4. The function, with its clusters: programs of a cluster kernel are clusters of num_ctas

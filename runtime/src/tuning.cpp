@@ -27,6 +27,15 @@ std::size_t partition_point(const std::int64_t* keys, std::size_t stride, std::s
 
 }  // namespace
 
+std::vector<std::string> tuning_key_names(const table::KernelTable& kernel) {
+  std::vector<std::string> names;
+  for (std::uint16_t k = 0; k < kernel.tuning_key_count; ++k) {
+    const table::TuningKeyPart& part = kernel.tuning_key[k];
+    names.emplace_back(part.field ? kernel.fields[part.index].name : kernel.args[part.index].name);
+  }
+  return names;
+}
+
 TuningValue compiled_value(const table::ConfigField& field, std::size_t index) {
   TuningValue value;
   switch (field.kind) {
@@ -51,10 +60,7 @@ TuningValue compiled_value(const table::ConfigField& field, std::size_t index) {
 Expected<OwnedTable> resolve_tuning(const TuningFile& file, const table::KernelTable& kernel) {
   TuningTarget target;
   target.kernel = kernel.name;
-  for (std::uint16_t k = 0; k < kernel.tuning_key_count; ++k) {
-    const table::TuningKeyPart& part = kernel.tuning_key[k];
-    target.key.push_back(part.field ? kernel.fields[part.index].name : kernel.args[part.index].name);
-  }
+  target.key = tuning_key_names(kernel);
   for (std::uint16_t f = 0; f < kernel.field_count; ++f) {
     const table::ConfigField& field = kernel.fields[f];
     TuningTarget::Field& described = target.fields.emplace_back();

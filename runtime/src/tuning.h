@@ -23,6 +23,9 @@ namespace taot::detail {
 // and is not changed.
 using OwnedTable = ResolvedTuning;
 
+// The names of `kernel`'s tuning key, in order: call arguments' and config fields'.
+std::vector<std::string> tuning_key_names(const table::KernelTable& kernel);
+
 // Value `index` of config field `field` as a tuned-table file holds it (dtypes as taot_dtype
 // integers, as resolve_tuning compares them).
 TuningValue compiled_value(const table::ConfigField& field, std::size_t index);
