@@ -285,3 +285,19 @@ def test_two_runs_into_one_folder_take_turns(taot_bin, ir_copy, tmp_path):
     listed = set(report["files"])
     written = {path.name for path in out.iterdir()} - {"passes.json", ".taot.lock"}
     assert written == listed, written ^ listed  # nothing of the first run's is left beside the second's
+
+
+def test_a_full_disk_names_the_folder_and_leaves_a_report_of_what_was_written(run_taot, ir_copy, small_filesystem):
+    out = small_filesystem.path / "out"
+    result = run_taot("passes", ir_copy("k.ttir"), "-o", out, "-q")
+    assert result.returncode == 1
+    assert result.stderr == (f"error: {out}: No space left on device (while writing there; free space and run the "
+                             "command again: what is done is kept)\n")
+    report = json.loads((out / "passes.json").read_text())
+    written = sorted(path.name for path in out.iterdir() if path.name not in ("passes.json", ".taot.lock"))
+    assert report["files"] and sorted(report["files"]) == written  # no partial or temporary file beside them
+    assert report["final"] is None
+    small_filesystem.remount("size=64m")
+    again = run_taot("passes", ir_copy("k.ttir"), "-o", out, "-q")
+    assert again.returncode == 0, again.stderr
+    assert (out / "final.ttgir").is_file()

@@ -238,6 +238,25 @@ def test_a_killed_build_leaves_no_lock_and_a_tree_the_next_build_finishes(projec
     assert_manifest_matches_files(project / "out")
 
 
+# ---- a full disk ----
+
+def test_a_full_disk_names_the_folder_and_the_next_build_with_room_finishes(project, run_taot, small_filesystem):
+    reference = reference_hashes(project, run_taot)
+    out = small_filesystem.path / "out"
+    full = run_taot("compile", "scale.toml", "-o", out, "-j", "1", cwd=project)
+    assert full.returncode == 1
+    assert full.stderr.splitlines()[-1] == (f"error: {out}: No space left on device (while writing there; free "
+                                            "space and run the command again: what is done is kept)")
+    assert "Traceback" not in full.stderr and not (out / "manifest.json").exists()
+    small_filesystem.remount("size=64m")
+    again = run_taot("compile", "scale.toml", "-o", out, "-j", "1", cwd=project)
+    assert again.returncode == 0, again.stderr
+    compiled, up_to_date = summary(again.stderr)
+    assert compiled + up_to_date == 6
+    assert cubin_hashes(out) == reference
+    assert_manifest_matches_files(out)
+
+
 # ---- Ctrl-C ----
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
