@@ -495,6 +495,56 @@ def test_ctrl_c_at_any_moment_stops_from_ir_quietly(project, taot_bin, delay):
     assert "Fatal Python error" not in stderr and "Traceback" not in stderr, stderr
 
 
+def descendant_running(pid, argument):
+    """The pid of a process below `pid` whose command line's second word is `argument`, else None."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        except (ValueError, OSError):
+            continue
+    for child, parent in parents.items():
+        ancestor = parent
+        while ancestor not in (0, 1, pid) and ancestor in parents:
+            ancestor = parents[ancestor]
+        if ancestor == pid:
+            try:
+                words = (Path("/proc") / str(child) / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if words[1:2] == [argument.encode()]:
+                return child
+    return None
+
+
+def test_ctrl_c_in_the_gen_step_names_the_command_that_brings_the_sources_in_step(project, taot_bin):
+    """Ctrl-C while from-ir's `taot gen` runs: the manifest has the change, the sources may not; the
+    command says so and names the gen command, which then finishes the job."""
+    import signal
+    import time
+    lib = project / "lib"
+    vid = variant_id(lib, 128, 0)
+    (project / "same.ttgir").write_text(compiled_stage(lib, vid, "ttgir"))
+    process = subprocess.Popen([str(taot_bin), "from-ir", "same.ttgir", "--variant", vid, "-o", "lib"], cwd=project,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while descendant_running(process.pid, "gen") is None:
+        assert process.poll() is None, f"from-ir ended before its gen step was seen: {process.communicate()}"
+        assert time.monotonic() < deadline, "no gen step within 120 s"
+        time.sleep(0.002)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C does: the whole group
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines()[-1] == ("interrupted: manifest.json has the change, the generated sources may not: "
+                                       "run taot gen lib/manifest.json -o lib --python"), stderr
+    assert "Traceback" not in stderr
+    assert image(lib, vid)["override"]["stage"] == "ttgir"
+    named = subprocess.run([str(taot_bin), "gen", "lib/manifest.json", "-o", "lib", "--python", "-q"], cwd=project,
+                           capture_output=True, text=True)
+    assert named.returncode == 0, named.stderr
+
+
 @pytest.mark.parametrize("content, named", [("", "the file is empty (expected a kernel's ttir)"),
                                             ("module {\n}\n", "it defines no kernel (expected a tt.func public @name")])
 def test_a_file_without_a_kernel_is_named_as_such(project, run_taot, content, named):
