@@ -1,11 +1,14 @@
 """The real binary counts variants before compiling: a per-kernel summary line, and a spec above
 --max-variants refused before anything is built, naming the count and the largest dimensions."""
+import json
 import re
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TILE_SPACE = REPO / "bench" / "specs" / "tile_space.toml"   # 10^6 combinations, 1824 variants
 AS_WRITTEN = REPO / "tests" / "kernels_as_written" / "kernels.toml"
+sys.path.insert(0, str(REPO / "python"))
 
 
 def test_a_million_candidates_over_the_limit_are_refused_naming_the_dimensions(run_taot, tmp_path):
@@ -49,3 +52,54 @@ def test_the_limit_covers_the_whole_library(run_taot, tmp_path):
     assert result.returncode == 1
     assert "kernel[2]: expected at most 12 more variants (--max-variants 80; the kernels before it make 68), got 18 " \
            "on sm_80 alone of 36 combinations" in result.stderr
+
+
+LARGE_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def grid_kernel(x_ptr, n, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    tl.store(x_ptr + tl.program_id(0), A + B + C)
+'''
+
+
+def test_a_large_list_is_written_as_it_is_made_and_equals_the_enumeration(run_taot, tmp_path):
+    """`--list` of 120,000 variants on two targets whose stage counts differ (a variant made for one
+    target or both): progress on stderr, and the ids and compile jobs those of the kept enumeration,
+    in its order. (bench/list_memory.py measures the memory this streaming saves.)"""
+    from taot.spec.validate import load_spec
+    (tmp_path / "k.py").write_text(LARGE_KERNEL)
+    spec = tmp_path / "large.toml"
+    spec.write_text('''
+[library]
+name = "large"
+targets = ["sm_80", "sm_90"]
+
+[[kernel]]
+name = "grid_kernel"
+source = "k.py"
+grid = ["n", 1, 1]
+
+[kernel.args]
+x_ptr = { type = "*fp32", align = [16] }
+n = { type = "i32", hint = [16, 1] }
+A = { constexpr = %s }
+B = { constexpr = %s }
+C = { constexpr = [1, 2, 3] }
+
+[kernel.options]
+num_stages = { sm_80 = [2, 3], sm_90 = [3, 4] }
+''' % (list(range(100)), list(range(100))))
+    listed = run_taot("compile", spec, "--list", "--json", "--max-variants", "200000", timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    assert "grid_kernel: 100,000 variants so far" in listed.stderr
+    document = json.loads(listed.stdout)
+    kept = load_spec(spec, max_variants=200_000).variants["grid_kernel"]
+    assert document["kernels"]["grid_kernel"] == [variant.id for variant in kept]
+    assert len(kept) == 180_000 and document["compile_jobs"] == 240_000 == sum(len(v.targets) for v in kept)
+    text = run_taot("compile", spec, "--list", "--max-variants", "200000", "-q", timeout=300)
+    assert text.stdout.splitlines()[:-1] == document["kernels"]["grid_kernel"]
+    assert text.stdout.splitlines()[-1] == ("180000 variants (grid_kernel 180000) for 2 targets (sm_80, sm_90) = "
+                                            "240000 compile jobs")

@@ -96,19 +96,19 @@ def run(arguments, library=None):
 def load(arguments):
     """The spec, validated and enumerated; prints each kernel's variant count unless quiet."""
     from ..spec.validate import load_spec
-    quiet = arguments.quiet or arguments.json
+    quiet = arguments.quiet  # (--json changes stdout only: progress and counts still go to stderr)
 
     def progress(kernel, count, seconds):  # a large spec's enumeration is not silent
         print(f"{kernel}: {count:,} variants so far ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
     library = load_spec(Path(arguments.spec), label=arguments.spec, target_override=arguments.targets,
                         max_variants=arguments.max_variants, debug=getattr(arguments, "debug", False),
-                        progress=None if quiet else progress)
+                        progress=None if quiet else progress, keep_variants=not arguments.list)
     binary = os.environ.get("TAOT_BIN")  # the C++ taot sets it to itself when it runs the front end
     if binary and not arguments.list:
         from ..library.plan import check_plan
         check_plan(library, binary)
-    if not arguments.quiet and not arguments.json:
+    if not quiet:
         _print_counts(library, sys.stderr)
     return library
 
@@ -137,19 +137,30 @@ def _print_counts(library, stream):
 
 
 def _list(library, arguments):
-    kernels = {kernel.name: [variant.id for variant in library.variants[kernel.name]] for kernel in library.kernels}
-    total = sum(len(ids) for ids in kernels.values())
-    jobs = sum(len(variant.targets) for variants in library.variants.values() for variant in variants)
+    """The variant ids, written as they are made (a spec of millions is listed in little memory), then
+    a summary line; or the same as one JSON document."""
     targets = [target.name for target in library.targets]
+    out = sys.stdout
     if arguments.json:
-        print(json.dumps(json_document("compile", {"library": library.name, "targets": targets, "kernels": kernels,
-                                                   "compile_jobs": jobs}), indent=2))
+        head = json.dumps(json_document("compile", {"library": library.name, "targets": targets}), indent=2)
+        out.write(head[:-len("\n}")] + ',\n  "kernels": {')
+    jobs = 0
+    for kernel_number, kernel in enumerate(library.kernels):
+        if arguments.json:
+            out.write(("," if kernel_number else "") + f"\n    {json.dumps(kernel.name)}: [")
+        for number, variant in enumerate(library.variants[kernel.name]):
+            jobs += len(variant.targets)
+            out.write((("," if number else "") + f"\n      {json.dumps(variant.id)}") if arguments.json
+                      else variant.id + "\n")
+        if arguments.json:
+            out.write("\n    ]")
+    if arguments.json:
+        out.write(f'\n  }},\n  "compile_jobs": {jobs}\n}}\n')
         return 0
-    for ids in kernels.values():
-        for variant_id in ids:
-            print(variant_id)
-    per_kernel = ", ".join(f"{name} {len(ids)}" for name, ids in kernels.items())
-    print(f"{total} variants ({per_kernel}) for {len(targets)} targets ({', '.join(targets)}) = {jobs} compile jobs")
+    counts = {kernel.name: len(library.variants[kernel.name]) for kernel in library.kernels}
+    per_kernel = ", ".join(f"{name} {count}" for name, count in counts.items())
+    print(f"{sum(counts.values())} variants ({per_kernel}) for {len(targets)} targets ({', '.join(targets)}) = "
+          f"{jobs} compile jobs")
     return 0
 
 

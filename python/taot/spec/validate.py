@@ -82,15 +82,16 @@ DEFAULT_MAX_VARIANTS = 10000
 
 
 def load_spec(path, label=None, target_override=None, max_variants=DEFAULT_MAX_VARIANTS, debug=False,
-              progress=None):
+              progress=None, keep_variants=True):
     """Read, validate and enumerate the spec at `path`; raises SpecError naming file, key, expectation
     (variants.TooManyVariants when the spec makes more than `max_variants`). `debug`: every kernel
-    as if its spec said `debug = true` (`taot build --debug`). `progress`: as enumerate_variants takes it."""
+    as if its spec said `debug = true` (`taot build --debug`). `progress`, `keep_variants`: as
+    enumerate_variants takes them (`keep`; kept variants' ids are also checked unique across kernels)."""
     label = label or str(path)
     raw = read_spec_file(path, label)
     if debug:
         raw = force_debug(raw)
-    return validate_spec(raw, Path(path).resolve(), label, target_override, max_variants, progress)
+    return validate_spec(raw, Path(path).resolve(), label, target_override, max_variants, progress, keep_variants)
 
 
 def force_debug(raw):
@@ -115,7 +116,8 @@ def force_debug(raw):
     return dict(raw, kernel=forced)
 
 
-def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_MAX_VARIANTS, progress=None):
+def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_MAX_VARIANTS, progress=None,
+                  keep_variants=True):
     root = Node(label, "", raw).table("a table with [library] and [[kernel]]", ROOT_KEYS, required=ROOT_KEYS)
     library = root.key("library").table("a [library] table", LIBRARY_KEYS, required=("name",) + (
         () if target_override else ("targets",)))
@@ -141,11 +143,12 @@ def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_M
     enumerated, summaries = {}, {}
     for index, kernel in enumerate(kernels):
         budget = max_variants - sum(len(found) for found in enumerated.values())
-        result = variants.enumerate_variants(kernel, label, budget, max_variants, progress)
+        result = variants.enumerate_variants(kernel, label, budget, max_variants, progress, keep_variants)
         kernels[index] = result.kernel
         enumerated[kernel.name] = result.variants
         summaries[kernel.name] = result.summary
-    variants.check_unique_ids(enumerated, label)
+    if keep_variants:
+        variants.check_unique_ids(enumerated, label)
     used = {target.name for kernel in kernels for target in kernel.targets}
     return LibrarySpec(name, tuple(target for target in targets if target.name in used), tuple(kernels), path,
                        label, variants=enumerated, summaries=summaries, device=device.used())

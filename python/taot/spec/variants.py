@@ -1,6 +1,7 @@
 # Enumerate a kernel's variants: the product of its choices and its config entries, per target, with
 # each `where` filter evaluated as soon as the dimensions it reads are bound (so impossible branches
 # are never expanded), counted before anything is built; then named, with grids folded.
+import array
 import hashlib
 import itertools
 import math
@@ -92,51 +93,125 @@ class Dimension:
 
 
 PROGRESS_EVERY = 100_000  # points between two calls of enumerate_variants' progress
+STREAM_SHARE_SPAN = 4096  # variants of a stream (LazyVariants) that share values
 
 
-def enumerate_variants(kernel, label, budget, max_variants, progress=None):
+def enumerate_variants(kernel, label, budget, max_variants, progress=None, keep=True):
     """Every variant of `kernel` that passes its filters on some target, in a stable order.
     SpecError when the filters remove every variant or the default config is among the removed;
     TooManyVariants (fast, counting only) when there are more than `budget`. `progress(kernel name,
-    points so far, seconds)` is called every PROGRESS_EVERY points found and variants made."""
+    points so far, seconds)` is called every PROGRESS_EVERY points found and variants made.
+    `keep`: the result's variants are a list; otherwise a LazyVariants that makes each variant as it
+    is iterated (`taot compile --list` of millions: memory holds 8 bytes per variant), whose ids are
+    unique by construction but not checked (a list's are)."""
     start = time.perf_counter()
     report = progress or (lambda *args: None)
     dimensions = _dimensions(kernel)
     position = {dimension.key: index for index, dimension in enumerate(dimensions)}
-    found = {}
-    for target in kernel.targets:
+    points = _Points(dimensions, kernel.targets)
+    for target_index, target in enumerate(kernel.targets):
         walk = _Walk(kernel, label, dimensions, position, target)
         for key in walk.points(budget, lambda: _too_many(kernel, label, dimensions, walk, budget, max_variants,
                                                           start)):
-            found.setdefault(key, []).append(target.name)
-            if len(found) % PROGRESS_EVERY == 0:
-                report(kernel.name, len(found), time.perf_counter() - start)
-        if len(found) > budget:
-            raise _too_many(kernel, label, dimensions, None, budget, max_variants, start, at_least=len(found))
+            points.add(key, target_index)
+            if len(points) % PROGRESS_EVERY == 0:
+                report(kernel.name, len(points), time.perf_counter() - start)
+    points.finish()
+    if len(points) > budget:
+        raise _too_many(kernel, label, dimensions, None, budget, max_variants, start, at_least=len(points))
     combinations = _combinations(dimensions, kernel.targets)
-    if not found:
+    if not points:
         raise SpecError(label, f"{kernel.key}.where", f"filters that keep at least one of the {combinations} variants",
                         "filters that remove all of them")
-    keys = sorted(found)
-    points = [(_values_of(dimensions, key), tuple(found[key])) for key in keys]
-    found = keys = None  # (a large spec's points are the most memory held; these are no longer needed)
     kernel = _derive_defaults(kernel, label, dimensions, position, points)
-    abbreviations = _abbreviations(kernel.config)
-    variants = []
-    shared = _Shared()
-    for made, (values, targets) in enumerate(points, start=1):
-        if made % PROGRESS_EVERY == 0:
-            report(kernel.name, made, time.perf_counter() - start)
-        bindings, config = _resolve(kernel, position, values, shared)
-        targets = shared.value(targets)
-        variant_id = _variant_id(kernel, bindings, config, abbreviations)
-        grid = shared.grid(kernel, label, bindings, config, variant_id)
-        variants.append(Variant(kernel.name, variant_id, bindings, config, grid, targets))
-    _check_default(kernel, label, variants)
+    _check_default(kernel, label, position, points)
+    made = LazyVariants(kernel, label, position, points,
+                        lambda count: report(kernel.name, count, time.perf_counter() - start),
+                        share_span=math.inf if keep else STREAM_SHARE_SPAN)
+    variants = _unique(list(made)) if keep else made
     sizes = tuple(sorted(((dimension.label, len(dimension.values)) for dimension in dimensions),
                          key=lambda item: -item[1]))
-    summary = Summary(len(variants), combinations, sizes, time.perf_counter() - start)
-    return Result(kernel, _unique(variants), summary)
+    summary = Summary(len(points), combinations, sizes, time.perf_counter() - start)
+    return Result(kernel, variants, summary)
+
+
+class _Points:
+    """The points that pass the filters, each a number (its value indexes in mixed radix, the first
+    dimension most significant, so numbers sort as the index tuples do) and the set of targets it
+    passed on (a bit per target): 8 bytes a point and its targets, where tuples took hundreds."""
+
+    def __init__(self, dimensions, targets):
+        self.dimensions, self.targets = dimensions, tuple(targets)
+        self.sizes = [len(dimension.values) for dimension in dimensions]
+        total = math.prod(self.sizes) * len(self.targets)
+        self._numbers = array.array("q") if total < 2 ** 63 else []  # (past 64 bits, Python ints)
+        self._masks = None
+        self._count = 0
+
+    def add(self, key, target_index):
+        number = 0
+        for index, size in zip(key, self.sizes):
+            number = number * size + index
+        self._numbers.append(number * len(self.targets) + target_index)
+        self._count += 1
+
+    def finish(self):
+        """Sorts the points and merges each one's targets (call once, after the last add)."""
+        merged = array.array("q") if isinstance(self._numbers, array.array) else []
+        masks = array.array("Q") if len(self.targets) <= 64 else []
+        width = len(self.targets)
+        numbers = self._numbers
+        in_order = all(earlier < later for earlier, later in zip(numbers, itertools.islice(numbers, 1, None)))
+        for combined in numbers if in_order else sorted(numbers):  # (a walk without filters is in order)
+            number, target_index = divmod(combined, width)
+            if merged and merged[-1] == number:
+                masks[-1] |= 1 << target_index
+            else:
+                merged.append(number)
+                masks.append(1 << target_index)
+        self._numbers, self._masks, self._count = merged, masks, len(merged)
+
+    def __len__(self):
+        return self._count
+
+    def __iter__(self):
+        """(every dimension's value in canonical order, the names of its targets) per point, in order."""
+        names = {}
+        for number, mask in zip(self._numbers, self._masks):
+            key = []
+            for size in reversed(self.sizes):
+                number, index = divmod(number, size)
+                key.append(index)
+            key.reverse()
+            if mask not in names:
+                names[mask] = tuple(target.name for bit, target in enumerate(self.targets) if mask >> bit & 1)
+            yield _values_of(self.dimensions, key), names[mask]
+
+
+class LazyVariants:
+    """A kernel's variants, made (named, grids folded) each time they are iterated rather than held."""
+
+    def __init__(self, kernel, label, position, points, progress, share_span=math.inf):
+        """`share_span`: how many variants in a row share values (_Shared); a stream's variants are
+        dropped as they go, so what they share need not outlive a few thousand of them."""
+        self._kernel, self._label, self._position, self._points = kernel, label, position, points
+        self._progress, self._share_span = progress, share_span
+
+    def __len__(self):
+        return len(self._points)
+
+    def __iter__(self):
+        kernel, shared = self._kernel, _Shared()
+        abbreviations = _abbreviations(kernel.config)
+        for made, (values, targets) in enumerate(self._points, start=1):
+            if made % PROGRESS_EVERY == 0:
+                self._progress(made)
+            if made % self._share_span == 0:
+                shared = _Shared()  # (values the variants made before share, for a stream: a list keeps its own)
+            bindings, config = _resolve(kernel, self._position, values, shared)
+            variant_id = _variant_id(kernel, bindings, config, abbreviations)
+            grid = shared.grid(kernel, self._label, bindings, config, variant_id)
+            yield Variant(kernel.name, variant_id, bindings, config, grid, targets)
 
 
 class _Shared:
@@ -588,19 +663,17 @@ def _value_key(value):
     return (type(value).__name__, value)  # keeps True apart from 1
 
 
-def _check_default(kernel, label, variants):
+def _check_default(kernel, label, position, points):
     default = {field.name: field.default for field in kernel.config}
-    if any(_same_config(variant.config, default) for variant in variants):
-        return
     if not all(field.default_given for field in kernel.config):
         return  # taot chose it; the runtime prefers the variants closest to it
+    sources = [(_value_key(default[field.name]), *_field_source(kernel, position, field.name))
+               for field in kernel.config]
+    if any(all(_value_key(read(values[index])) == wanted for wanted, index, read in sources) for values, _ in points):
+        return
     text = ", ".join(f"{name} = {describe(value)}" for name, value in default.items())
     raise SpecError(label, f"{kernel.key}.default", "a default config that some variant has after the where filters",
                     f"{text}, which the filters remove")
-
-
-def _same_config(a, b):
-    return all(type(a[name]) is type(b[name]) and a[name] == b[name] for name in b)
 
 
 # ---- ids ----
