@@ -7,7 +7,9 @@
 #   scripts/gpu.sh bench               benchmarks: build times, launch cost (C++, Python), bandwidth,
 #                                      the MoE layer and the examples against torch and Triton JIT
 #   scripts/gpu.sh measure [FIGURE...] the figures of taot tune and bench: tune, jit, ncu (default:
-#                                      all three), tune-scaling (one GPU, then every GPU; $TUNE_SPEC)
+#                                      all three), tune-scaling (one GPU, then every GPU; $TUNE_SPEC),
+#                                      tune-full (vLLM's whole grid: build, then a tune that resumes
+#                                      across calls and stops itself after $TUNE_FULL_SECONDS)
 #   scripts/gpu.sh autotune            first-call autotuning: its GPU tests (tests/autotune), the
 #                                      first call and steady state against the JIT's autotuner, and
 #                                      launch cost with it (C++ null driver; Python, empty grid)
@@ -205,28 +207,60 @@ import json, sys
 from pathlib import Path
 logs = Path(sys.argv[1])
 def run(name):
+    """The run's choice per key, its full medians per key and candidate, its final comparisons' medians
+    (one GPU, interleaved rounds) per key and leader, and its wall time."""
     table = json.loads((logs / name / "fused_moe_kernel.json").read_text())
     chosen = {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
-    timed, keys = {}, {}  # the workers' lines interleave: a result names its task
+    timed, finals, keys = {}, {}, {}  # the workers' lines interleave: a result names its task
     for line in (logs / name / "fused_moe_kernel.journal.jsonl").read_text().splitlines():
         entry = json.loads(line)
         if entry.get("begin"):
             keys[entry["task"]] = entry["key"][0]
         elif entry.get("status") == "ok":
             timed.setdefault(keys[entry["task"]], {})[entry["result"]] = entry["median_ms"]
-    return chosen, timed, int((logs / f"{name}.wall_ms").read_text())
-(one, one_timed, one_ms), (every, every_timed, every_ms) = run("tune_one_gpu"), run("tune_every_gpu")
+        elif "final" in entry:
+            finals[keys[entry["task"]]] = entry["final"]
+    return chosen, timed, finals, int((logs / f"{name}.wall_ms").read_text())
+def ratio(choice, key, timed, finals):
+    """`choice` timed in another run: against that run's best in its final comparison when both are
+    among its leaders (timed together), else against its best full median."""
+    final = finals.get(key, {})
+    if choice in final:
+        return final[choice] / min(final.values())
+    return timed[key][choice] / min(timed[key].values()) if choice in timed.get(key, {}) else None
+(one, one_timed, one_finals, one_ms), (every, every_timed, every_finals, every_ms) = \
+    run("tune_one_gpu"), run("tune_every_gpu")
 same = sum(one[key] == every.get(key) for key in one)
 print(f"one GPU {one_ms / 1000:.1f} s, every GPU {every_ms / 1000:.1f} s: {one_ms / every_ms:.2f}x; "
       f"the same config chosen for {same} of {len(one)} keys")
-for mine, other_timed, label in ((one, every_timed, "one-GPU choices in the every-GPU run"),
-                                 (every, one_timed, "every-GPU choices in the one-GPU run")):
-    ratios = [other_timed[key][mine[key]] / min(other_timed[key].values()) for key in mine
-              if mine[key] in other_timed.get(key, {})]
-    print(f"{label}: {len(ratios)} of {len(mine)} timed in full there, worst {max(ratios, default=1):.3f}x its best")
+for mine, timed, finals, label in ((one, every_timed, every_finals, "one-GPU choices in the every-GPU run"),
+                                   (every, one_timed, one_finals, "every-GPU choices in the one-GPU run")):
+    ratios = [r for r in (ratio(mine[key], key, timed, finals) for key in mine) if r is not None]
+    print(f"{label}: {len(ratios)} of {len(mine)} timed there, worst {max(ratios, default=1):.3f}x its best "
+          f"(target 1.02)")
 sys.exit(0 if set(one) == set(every) else 1)
 PY
         ;;
+      tune-full)
+        # The whole vLLM grid (1920 configs) at the 18 batch sizes on every GPU: the library's build
+        # (timed; incremental on a later call while the machine is kept), then the tune, which
+        # resumes the journal an earlier call left in $work/tune_full and stops itself (Ctrl-C: the
+        # journal keeps what was measured) after TUNE_FULL_SECONDS; wall times add up in .wall_ms.
+        step "figure: the full vLLM grid, build"
+        local start full=$work/tune_full resume=--restart
+        start=$(milliseconds)
+        library=$(modules bench/specs/fused_moe_tune_full.py) || { fail "module build"; continue; }
+        echo "$(( $(milliseconds) - start ))" >> "$work/tune_full_build.ms"
+        echo "build (this call): $(tail -1 "$work/tune_full_build.ms") ms; every call's: $(paste -sd, "$work/tune_full_build.ms")"
+        step "figure: the full vLLM grid, tune (at most ${TUNE_FULL_SECONDS:=480} s in this call)"
+        [ -f "$full/fused_moe_kernel.journal.jsonl" ] && resume=--resume
+        start=$(milliseconds)
+        TAIL=30 run tune_full timeout -s INT "$TUNE_FULL_SECONDS" python3 -m taot tune "$(dirname "$library")" \
+          --bench examples/fused_moe/bench_fused_moe.py -o "$full" $resume --graph --launches-per-rep 10 --no-flush \
+          --gpus "${TUNE_GPUS:-all}"
+        echo "$(( $(milliseconds) - start ))" >> "$full/wall_ms"
+        echo "tune wall time, every call: $(paste -sd, "$full/wall_ms") ms"
+        cp -r "$full" "$logs/tune_full" ;;
       jit)
         step "figure: the JIT tuner (benchmark_moe.py's method), batch sizes ${JIT_BATCH_SIZES:-all}"
         library=$(modules bench/specs/fused_moe_tune.toml) || { fail "module build"; continue; }
@@ -238,7 +272,7 @@ PY
           examples/matmul/matmul.toml) || { fail "module builds"; continue; }
         PYTHONPATH=$library:$PYTHONPATH TAIL=30 run three_ways python3 bench/bench_vs_do_bench_ncu.py \
           --json "$logs/three_ways.json" ;;
-      *) fail "no figure named $figure (tune, tune-scaling, jit, ncu)" ;;
+      *) fail "no figure named $figure (tune, tune-scaling, tune-full, jit, ncu)" ;;
     esac
   done
 }
