@@ -3,6 +3,9 @@ real processes, one per "GPU"; the journal, resume, the tables in taot's and vLL
 stopping, the correctness gate, and candidates that crash or hang their worker."""
 import json
 import os
+import queue
+import re
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -92,6 +95,18 @@ def test_tables_hold_the_fastest_candidate_per_key_on_two_workers(world):
     assert len(full) < 4 * len(CONFIGS)
     statuses = [e["status"] for e in journal_entries(world[2]) if "result" in e]
     assert statuses.count("ok") + statuses.count("pruned") == 4 * len(CONFIGS) and "pruned" in statuses
+
+
+def test_one_keys_candidates_are_spread_over_every_worker_and_progress_says_time_left(world):
+    many = {f"v{i}": {"BLOCK": 16 * (i + 1), "num_warps": 4} for i in range(40)}
+    plan = {"candidates": [{"id": i, "config": c} for i, c in many.items()],
+            "times": {"1": {i: 0.010 * (1 + n / 10) for n, i in enumerate(many)}}, "sleep_ms": 20, "wait_for_workers": 2}
+    result = tune(world, "--gpus", "2", "--where", "M=1", "--prune-ratio", "0", plan_changes=plan)
+    assert result.returncode == 0, result.stderr
+    devices = {line.split()[2] for line in calls(world[2])}
+    assert devices == {"0", "1"}  # the one key's 40 candidates were timed on both GPUs
+    assert re.search(r"\[1/1 keys\] key \[1\]: 40/40 candidates, best 10\.00 us \(v0\); \d+ s elapsed, about \d+ s "
+                     r"left \(\d+ candidates/s\)", result.stderr), result.stderr
 
 
 def test_the_vllm_json_is_read_back_by_the_tuning_loader(world):
@@ -245,3 +260,80 @@ def test_where_tunes_some_shapes_and_a_journal_of_others_is_refused(world):
     assert {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]} == {16: "v3", 256: "v5"}
     again = tune(world, "--resume", "--where", "M=1")
     assert again.returncode == 1 and "the journal is of another run (shapes" in again.stderr
+
+
+# ---- the coordinator in-process, with scripted workers: which GPU measures what is fixed ----
+
+class ScriptedWorker:
+    """Stands in for a worker process: answers each request at once, timing candidate c at
+    TRUE_MS[c] x the speed of its GPU (GPU 1 runs 6% slow)."""
+    SPEED = {0: 1.0, 1: 1.06}
+    TRUE_MS = {"c1": 1.02, "c2": 1.5, "c3": 2.0, "c0": 1.00, "c4": 2.5, "c5": 3.0}  # listed in this order
+    sent = []
+
+    def __init__(self, gpu, settings, messages):
+        self.gpu, self.messages, self.process = gpu, messages, object()
+        self.restarts, self.unit, self.running, self.launched_at = 0, None, None, time.monotonic()
+        self.messages.put((self, self.process, {"ready": {"device": "Scripted GPU"}}))
+
+    def reply(self, message):
+        self.messages.put((self, self.process, message))
+
+    def ms(self, candidate):
+        return self.TRUE_MS[candidate] * self.SPEED[self.gpu]
+
+    def send(self, request):
+        ScriptedWorker.sent.append((self.gpu, request))
+        if "begin" in request:
+            self.reply({"begin": request["begin"], "key": [1],
+                        "candidates": [{"id": c, "config": {"C": c}} for c in self.TRUE_MS]})
+        elif "measure" in request:
+            for candidate in request["candidates"]:
+                self.reply({"task": request["measure"], "result": candidate, "status": "ok",
+                            "median_ms": self.ms(candidate), "samples": 10})
+            self.reply({"measured": request["measure"]})
+        elif "final" in request:
+            self.reply({"final": request["final"], "times": {c: self.ms(c) for c in request["leaders"]}})
+
+    def stop(self):
+        pass
+
+    def kill(self):
+        pass
+
+
+def run_scripted(tmp_path, monkeypatch, resume=False):
+    from taot.measure import tuner
+    monkeypatch.setattr(tuner, "_Worker", ScriptedWorker)
+    ScriptedWorker.sent = []
+    header = {"schema": tuner.JOURNAL_SCHEMA, "library": "fakelib", "kernel": "moe", "key": ["M"],
+              "shapes": [{"M": 1}]}
+    journal = tuner.Journal(tmp_path / "moe.journal.jsonl", header, resume)
+    coordinator = tuner.Coordinator({}, [{"M": 1}], journal, tuner.TuneOptions([0, 1], 60.0), lambda line: None)
+    coordinator.run()
+    journal.close()
+    return journal
+
+
+def test_a_keys_leaders_are_compared_again_on_one_gpu(tmp_path, monkeypatch):
+    """c1 (GPU 0) looks faster than c0 (GPU 1, 6% slow) when each is timed where its chunk went; the
+    final comparison times both on one GPU and chooses c0, the faster."""
+    from taot.measure.tuner import best_result
+    journal = run_scripted(tmp_path, monkeypatch)
+    chunks = {gpu: request["candidates"] for gpu, request in ScriptedWorker.sent if "measure" in request}
+    assert chunks == {0: ["c1", "c2", "c3"], 1: ["c0", "c4", "c5"]}
+    state = journal.tasks[0]
+    assert min((r for r in state["results"].values()), key=lambda r: r["median_ms"])["result"] == "c1"
+    finals = [(gpu, request) for gpu, request in ScriptedWorker.sent if "final" in request]
+    assert len(finals) == 1 and sorted(finals[0][1]["leaders"]) == ["c0", "c1"]  # c2 is 1.5x: not a leader
+    assert state["chosen"] == "c0" and best_result(state)["result"] == "c0" and state["done"]
+
+
+def test_a_run_stopped_before_a_keys_final_comparison_resumes_with_it_alone(tmp_path, monkeypatch):
+    run_scripted(tmp_path, monkeypatch)
+    path = tmp_path / "moe.journal.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(line for line in lines if '"final"' not in line and '"end"' not in line) + "\n")
+    journal = run_scripted(tmp_path, monkeypatch, resume=True)
+    assert [next(iter(request)) for _, request in ScriptedWorker.sent] == ["final"]
+    assert journal.tasks[0]["chosen"] == "c0"

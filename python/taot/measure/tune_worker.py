@@ -1,15 +1,23 @@
 # One `taot tune` worker: a process bound to one GPU (the coordinator sets CUDA_VISIBLE_DEVICES) that
-# tunes the tasks it is sent, one tuning-key value at a time, and reports each candidate as it goes,
-# so that a candidate that kills or hangs the process is known to the coordinator (python/taot/measure/tuner.py).
+# runs the units of work it is sent and reports each candidate as it goes, so that a candidate that
+# kills or hangs the process is known to the coordinator (python/taot/measure/tuner.py).
 #
-# Protocol, one JSON object per line. The coordinator sends {"task": INDEX, "skip": [candidate ids]},
-# {"verify": TABLE_PATH, "tasks": [[INDEX, best id], ...]} or {"quit": true}. The worker answers:
+# Protocol, one JSON object per line. The coordinator sends
+#   {"begin": TASK, "skip": [ids]}       list the task's candidates (ids in skip already have results)
+#   {"measure": TASK, "candidates": [ids], "best": MS or null}
+#                                        gate and time these candidates; `best`: the task's best full
+#                                        median so far, on any GPU, for early stopping
+#   {"final": TASK, "leaders": [ids], "rounds": R}
+#                                        time the leading candidates again, R interleaved rounds
+#   {"verify": TABLE_PATH, "tasks": [[TASK, best id], ...]}  or  {"quit": true}
+# The worker answers:
 #   {"ready": {"device": NAME}}                          once, after loading
-#   {"begin": INDEX, "key": [...], "candidates": [{"id", "config"}, ...]}
-#   {"start": ID}                                         before it runs a candidate
-#   {"result": ID, "status": S, "median_ms": T, "samples": N, "detail": TEXT}
-#   {"end": INDEX}
-#   {"verified": [[INDEX, chosen id], ...]}
+#   {"begin": TASK, "key": [...], "candidates": [{"id", "config"}, ...]}, then a result per filtered one
+#   {"task": TASK, "start": ID}                           before it runs a candidate
+#   {"task": TASK, "result": ID, "status": S, "median_ms": T, "samples": N, "detail": TEXT}
+#   {"measured": TASK}                                    the measure unit is done
+#   {"final": TASK, "times": {id: median ms over the rounds}}
+#   {"verified": [[TASK, chosen id], ...]}
 #   {"error": TEXT}                                       a problem with the task itself (bad make_args)
 # S is one of tuner.STATUSES. Tasks are tuning shapes by index into the bench file's tune shapes.
 import argparse
@@ -29,27 +37,61 @@ class Screening:
         self.quick, self.full, self.prune_ratio = quick, full, prune_ratio
 
 
-def run_task(backend, task, shape, skip, screening, emit):
-    """Tunes one shape: begin, then per candidate start/result, then end."""
-    key, candidates, filtered = backend.begin(shape)
-    emit({"begin": task, "key": list(key),
-          "candidates": [{"id": c.id, "config": c.config} for c in candidates + filtered]})
-    for candidate, reason in zip(filtered, backend.filter_reasons(filtered)):
-        if candidate.id not in skip:
-            emit({"result": candidate.id, "status": "filtered", "detail": reason})
-    best = math.inf
-    for candidate in candidates:
-        if candidate.id in skip:
-            continue
-        emit({"start": candidate.id})
-        try:
-            outcome = _measure(backend, candidate, screening, best)
-        except (ValueError, TypeError) as error:  # the launch was refused: this candidate only
-            outcome = {"status": "error", "detail": f"{type(error).__name__}: {error}"}
-        if outcome["status"] == "ok":
-            best = min(best, outcome["median_ms"])
-        emit({"result": candidate.id, **outcome})
-    emit({"end": task})
+class Session:
+    """The worker's side of the protocol: the task whose arguments the backend holds (a unit of another
+    task begins that one first, silently) and its candidates by id."""
+
+    def __init__(self, backend, shapes, screening, emit):
+        self.backend, self.shapes, self.screening, self.emit = backend, shapes, screening, emit
+        self.task = None
+        self.candidates = {}
+        self.filtered = []
+
+    def _enter(self, task):
+        if task != self.task:
+            key, accepted, filtered = self.backend.begin(self.shapes[task])
+            self.task, self.key, self.filtered = task, key, filtered
+            self.candidates = {candidate.id: candidate for candidate in accepted}
+
+    def begin(self, task, skip):
+        self._enter(task)
+        listed = list(self.candidates.values()) + self.filtered
+        self.emit({"begin": task, "key": list(self.key),
+                   "candidates": [{"id": c.id, "config": c.config} for c in listed]})
+        for candidate, reason in zip(self.filtered, self.backend.filter_reasons(self.filtered)):
+            if candidate.id not in skip:
+                self.emit({"task": task, "result": candidate.id, "status": "filtered", "detail": reason})
+
+    def measure(self, task, ids, best):
+        self._enter(task)
+        best = math.inf if best is None else best
+        filtered = dict(zip((c.id for c in self.filtered), self.backend.filter_reasons(self.filtered)))
+        for candidate_id in ids:
+            if candidate_id in filtered:  # (sent before its begin's filtered results were in)
+                self.emit({"task": task, "result": candidate_id, "status": "filtered", "detail": filtered[candidate_id]})
+                continue
+            candidate = self.candidates[candidate_id]
+            self.emit({"task": task, "start": candidate.id})
+            try:
+                outcome = _measure(self.backend, candidate, self.screening, best)
+            except (ValueError, TypeError) as error:  # the launch was refused: this candidate only
+                outcome = {"status": "error", "detail": f"{type(error).__name__}: {error}"}
+            if outcome["status"] == "ok":
+                best = min(best, outcome["median_ms"])
+            self.emit({"task": task, "result": candidate.id, **outcome})
+        self.emit({"measured": task})
+
+    def final(self, task, ids, rounds):
+        """Each leader timed once per round, in turn, so that a clock or temperature change between
+        rounds reaches them all alike; a leader's time is the median of its round medians."""
+        self._enter(task)
+        medians = {candidate_id: [] for candidate_id in ids}
+        for _ in range(rounds):
+            for candidate_id in ids:
+                self.emit({"task": task, "start": candidate_id})
+                medians[candidate_id].append(median(self.backend.time(self.candidates[candidate_id],
+                                                                      self.screening.full)))
+        self.emit({"final": task, "times": {candidate_id: median(times) for candidate_id, times in medians.items()}})
 
 
 def _measure(backend, candidate, screening, best):
@@ -70,6 +112,7 @@ def serve(backend, shapes, screening, read=sys.stdin, write=sys.stdout):
         write.write(json.dumps(message) + "\n")
         write.flush()
 
+    session = Session(backend, shapes, screening, emit)
     emit({"ready": {"device": backend.device_name}})
     for line in read:
         request = json.loads(line)
@@ -82,9 +125,13 @@ def serve(backend, shapes, screening, read=sys.stdin, write=sys.stdout):
             except Exception as error:  # any failure of the check is reported, not a crash
                 emit({"error": f"{type(error).__name__}: {error}"})
             continue
-        task = request["task"]
         try:
-            run_task(backend, task, shapes[task], set(request.get("skip", ())), screening, emit)
+            if "begin" in request:
+                session.begin(request["begin"], set(request.get("skip", ())))
+            elif "measure" in request:
+                session.measure(request["measure"], request["candidates"], request.get("best"))
+            elif "final" in request:
+                session.final(request["final"], request["leaders"], request["rounds"])
         except backend.FatalError as error:  # the context is broken: report and let the coordinator restart us
             emit({"error": str(error), "fatal": True})
             return 3

@@ -224,15 +224,20 @@ class Journal:
             state["candidates"] = {c["id"]: c["config"] for c in entry["candidates"]}
         elif "result" in entry:
             state["results"][entry["result"]] = entry
+        elif "final" in entry:
+            state["final"], state["chosen"] = entry["final"], entry["chosen"]
         elif "end" in entry:
             state["done"] = True
 
     def write(self, entry):
+        """Appends `entry`, flushed to the system at once (a killed run loses nothing); written to the
+        disk (fsync) at a key's end: per candidate, that cost more than timing it on a fast GPU."""
         if "header" not in entry:
             self._apply(entry)
         self.file.write(json.dumps(entry, sort_keys=True) + "\n")
         self.file.flush()
-        os.fsync(self.file.fileno())
+        if "end" in entry or "header" in entry:
+            os.fsync(self.file.fileno())
 
     def close(self):
         if not self.file.closed:
@@ -289,8 +294,8 @@ class _Worker:
         self.messages = messages
         self.restarts = 0
         self.process = None
-        self.task = None
-        self.running = None     # the candidate started and not yet answered
+        self.unit = None        # the request it is working on (None: free)
+        self.running = None     # (task, candidate) started and not yet answered
         self.started_at = None
         self.start()
 
@@ -335,16 +340,44 @@ class _Worker:
             self.kill()
 
 
+# A key's candidates are spread over every worker in chunks; once all are measured, its leaders (the
+# candidates within LEADER_SPAN of the best full median, at most MAX_LEADERS) are timed again together
+# on one GPU in FINAL_ROUNDS interleaved rounds, and the fastest there is the key's choice: the choice
+# does not depend on which GPU timed which candidate first.
+LEADER_SPAN = 1.05
+MAX_LEADERS = 8
+FINAL_ROUNDS = 5
+CHUNK = 32              # candidates per measure unit at most (fewer when a key has few per worker)
+PROGRESS_SECONDS = 10.0  # between two progress lines, besides one at each key's end
+
+
+@dataclasses.dataclass
+class _Plan:
+    """The coordinator's bookkeeping of one task (the journal holds its results): candidates not yet
+    sent to a worker (None until the task's candidates are listed), those sent and not answered, and
+    which of its begin and final units a worker holds."""
+    remaining: list = None
+    sent: set = dataclasses.field(default_factory=set)
+    begin_sent: bool = False
+    final_sent: bool = False
+
+
 class Coordinator:
-    """Runs the tasks over the workers; `say` prints progress lines."""
+    """Runs the tasks over the workers in units (begin, measure a chunk, final); `say` prints progress."""
 
     def __init__(self, settings, shapes, journal, options, say):
         self.settings, self.shapes, self.journal, self.options, self.say = settings, shapes, journal, options, say
         self.pending = [t for t in range(len(shapes)) if not journal.tasks.get(t, {}).get("done")]
+        self.plans = {task: _Plan() for task in self.pending}
+        for task in self.pending:
+            state = journal.tasks.get(task)
+            if state and state["key"] is not None:  # listed by the run resumed
+                self.plans[task].remaining = [c for c in state["candidates"] if c not in state["results"]]
         self.total = len(shapes)
         self.device = None
         self.started = time.monotonic()
-        self.tasks_done_now = 0  # tasks finished by this run (not by the run resumed)
+        self.measured_now = 0   # candidates measured by this run (not by the run resumed)
+        self.last_progress = self.started
         self.failure = None
         self.messages = queue.Queue()  # (worker, process, message) from every worker's reader thread
         self.workers = []
@@ -369,7 +402,7 @@ class Coordinator:
         worker = alive[0] if alive else _Worker(self.options.gpus[0], self.settings, self.messages)
         if not alive:
             self.workers.append(worker)
-        worker.task = -1  # busy: an exit now is a failure
+        worker.unit = ("verify",)  # busy: an exit now is a failure
         request = {"verify": str(table_path), "tasks": [list(e) for e in expectations]}
         if alive:
             worker.send(request)
@@ -392,19 +425,60 @@ class Coordinator:
         except queue.Empty:
             raise TaotError("checking the table's choices: the worker did not answer") from None
         finally:
-            worker.task = None
+            worker.unit = None
+
+    # ---- scheduling ----
+
+    def _next_unit(self):
+        """The next unit for a free worker: a key's final comparison, else a chunk of a listed key's
+        candidates (the earliest key first, so that keys finish in turn), else listing the next key."""
+        for task in list(self.pending):
+            plan = self.plans[task]
+            if plan.remaining is not None and not plan.remaining and not plan.sent and not plan.final_sent:
+                leaders = self._leaders(task)
+                if len(leaders) > 1:
+                    plan.final_sent = True
+                    return {"final": task, "leaders": leaders, "rounds": FINAL_ROUNDS}
+                self._end(task)
+        for task in self.pending:
+            plan = self.plans[task]
+            if plan.remaining:
+                free = max(1, sum(1 for worker in self.workers if worker.unit is None))
+                size = max(1, min(CHUNK, -(-len(plan.remaining) // free)))
+                chunk, plan.remaining = plan.remaining[:size], plan.remaining[size:]
+                plan.sent.update(chunk)
+                best = best_result(self.journal.tasks.get(task, {}))
+                return {"measure": task, "candidates": chunk, "best": best and best["median_ms"]}
+        for task in self.pending:
+            plan = self.plans[task]
+            if plan.remaining is None and not plan.begin_sent:
+                plan.begin_sent = True
+                return {"begin": task, "skip": sorted(self.journal.tasks.get(task, {}).get("results", {}))}
+        return None
+
+    def _leaders(self, task):
+        timed = sorted((r for r in self.journal.tasks[task]["results"].values() if r["status"] == "ok"),
+                       key=lambda r: r["median_ms"])
+        return [r["result"] for r in timed if r["median_ms"] <= timed[0]["median_ms"] * LEADER_SPAN][:MAX_LEADERS]
 
     def _assign(self, worker):
-        if not self.pending:
-            worker.task = None
-            return
-        task = self.pending.pop(0)
-        worker.task = task
-        worker.send({"task": task, "skip": sorted(self.journal.tasks.get(task, {}).get("results", {}))})
+        worker.unit = self._next_unit()
+        if worker.unit is not None:
+            worker.send(worker.unit)
+
+    def _assign_idle(self, workers, ready):
+        for worker in workers:
+            if worker in ready and worker.unit is None and not self.failure:
+                self._assign(worker)
+
+    def _end(self, task):
+        self.journal.write({"task": task, "end": True})
+        self.pending.remove(task)
+        self._progress(task, final=True)
 
     def _loop(self, workers, messages):
         ready = set()
-        while (any(w.task is not None for w in workers) or self.pending or len(ready) < len(workers)) \
+        while (self.pending or any(w.unit is not None for w in workers) or len(ready) < len(workers)) \
                 and not self.failure:
             try:
                 worker, process, message = messages.get(timeout=1.0)
@@ -414,66 +488,100 @@ class Coordinator:
             if process is not worker.process:
                 continue  # from a process already replaced
             if "ready" in message:
-                device = message["ready"]["device"]
-                if self.journal.device is not None and device != self.journal.device:
-                    self.failure = (f"{self.journal.path}: measured on a {self.journal.device}; GPU {worker.gpu} is a "
-                                    f"{device}; give --restart to tune this device")
-                elif self.device is None:
-                    self.device = device
-                    if self.journal.device is None:
-                        self.journal.write({"device": device})
-                elif device != self.device:
-                    self.failure = (f"GPU {worker.gpu} is a {device}, GPU {workers[0].gpu} a {self.device}: a tuned "
-                                    f"table is for one kind of device; give --gpus of one kind")
-                if not self.failure:
-                    self.say(f"GPU {worker.gpu} ({device}): worker ready in "
-                             f"{time.monotonic() - worker.launched_at:.1f} s")
+                self._ready(worker, message["ready"]["device"], workers)
                 ready.add(worker)
-                self._assign(worker)
             elif "begin" in message:
-                self.journal.write({"task": message["begin"], "begin": True, "key": message["key"],
-                                    "shape": dict(self.shapes[message["begin"]]), "candidates": message["candidates"]})
+                task = message["begin"]
+                self.journal.write({"task": task, "begin": True, "key": message["key"],
+                                    "shape": dict(self.shapes[task]), "candidates": message["candidates"]})
+                results = self.journal.tasks[task]["results"]
+                self.plans[task].remaining = [c["id"] for c in message["candidates"] if c["id"] not in results]
+                worker.unit = None  # its filtered results follow, named by task
             elif "start" in message:
-                worker.running, worker.started_at = message["start"], time.monotonic()
+                worker.running, worker.started_at = (message["task"], message["start"]), time.monotonic()
             elif "result" in message:
-                self._record(worker, {key: value for key, value in message.items()})
+                self._record(message)
                 worker.running = None
-            elif "end" in message:
-                self.journal.write({"task": message["end"], "end": True})
-                self.tasks_done_now += 1
-                self._progress(worker.task, final=True)
-                self._assign(worker)
+            elif "measured" in message:
+                worker.unit = None
+            elif "final" in message:
+                self._final(message["final"], message["times"])
+                worker.unit = None
             elif "error" in message:
-                where = f"task {worker.task} ({dict(self.shapes[worker.task])})" if worker.task is not None else "worker"
-                if not message.get("fatal") or worker.task is None:
+                where = self._unit_text(worker)
+                if not message.get("fatal") or worker.unit is None:
                     self.failure = f"GPU {worker.gpu}, {where}: {message['error']}"
-                # fatal: the worker exits; its exit restarts it and resends the task
+                # fatal: the worker exits; its exit restarts it and returns its unit's work
             elif "exited" in message:
                 self._worker_exited(worker, message["exited"], ready)
+            self._assign_idle(workers, ready)
 
-    def _record(self, worker, message):
-        entry = {"task": worker.task, "result": message["result"], "status": message["status"]}
+    def _ready(self, worker, device, workers):
+        if self.journal.device is not None and device != self.journal.device:
+            self.failure = (f"{self.journal.path}: measured on a {self.journal.device}; GPU {worker.gpu} is a "
+                            f"{device}; give --restart to tune this device")
+        elif self.device is None:
+            self.device = device
+            if self.journal.device is None:
+                self.journal.write({"device": device})
+        elif device != self.device:
+            self.failure = (f"GPU {worker.gpu} is a {device}, GPU {workers[0].gpu} a {self.device}: a tuned "
+                            f"table is for one kind of device; give --gpus of one kind")
+        if not self.failure:
+            self.say(f"GPU {worker.gpu} ({device}): worker ready in {time.monotonic() - worker.launched_at:.1f} s")
+
+    def _unit_text(self, worker):
+        unit = worker.unit
+        if not unit or "verify" in unit:
+            return "worker"
+        task = next(unit[kind] for kind in ("begin", "measure", "final") if kind in unit)
+        return f"task {task} ({dict(self.shapes[task])})"
+
+    def _record(self, message):
+        task = message["task"]
+        entry = {"task": task, "result": message["result"], "status": message["status"]}
         for name in ("median_ms", "samples", "detail"):
             if name in message:
                 entry[name] = message[name]
         self.journal.write(entry)
-        self._progress(worker.task)
+        plan = self.plans.get(task)
+        if plan is not None:
+            plan.sent.discard(message["result"])
+            if plan.remaining and message["result"] in plan.remaining:
+                plan.remaining.remove(message["result"])
+        if message["status"] != "filtered":
+            self.measured_now += 1
+        self._progress(task)
+
+    def _final(self, task, times):
+        chosen = min(times, key=lambda candidate: (times[candidate], candidate))
+        self.journal.write({"task": task, "final": times, "chosen": chosen})
+        self._end(task)
 
     def _worker_exited(self, worker, code, ready):
-        if worker.task is None and not self.pending:
+        unit, worker.unit = worker.unit, None
+        if unit is None and not self.pending:
             return  # asked to quit, or nothing left for it
         if worker.running is not None:
-            self._record(worker, {"result": worker.running, "status": "crashed",
-                                  "detail": f"the worker exited with status {code} while running it"})
+            task, candidate = worker.running
+            self._record({"task": task, "result": candidate, "status": "crashed",
+                          "detail": f"the worker exited with status {code} while running it"})
             worker.running = None
+        if unit is not None:  # its unanswered work goes back
+            if "begin" in unit:
+                self.plans[unit["begin"]].begin_sent = False
+            elif "measure" in unit:
+                plan = self.plans[unit["measure"]]
+                back = [c for c in unit["candidates"] if c in plan.sent]
+                plan.sent.difference_update(back)
+                plan.remaining = back + (plan.remaining or [])
+            elif "final" in unit:
+                self.plans[unit["final"]].final_sent = False
         worker.restarts += 1
         if worker.restarts > self.options.max_restarts:
             self.failure = f"GPU {worker.gpu}: its worker died {worker.restarts} times; last exit status {code}"
             return
         self.say(f"GPU {worker.gpu}: worker exited (status {code}); restarting it")
-        if worker.task is not None:
-            self.pending.insert(0, worker.task)
-            worker.task = None
         ready.discard(worker)
         worker.start()
 
@@ -481,30 +589,50 @@ class Coordinator:
         now = time.monotonic()
         for worker in workers:
             if worker.running is not None and now - worker.started_at > self.options.candidate_timeout:
-                self._record(worker, {"result": worker.running, "status": "hung",
-                                      "detail": f"no answer within {self.options.candidate_timeout:g} s; worker killed"})
+                task, candidate = worker.running
+                self._record({"task": task, "result": candidate, "status": "hung",
+                              "detail": f"no answer within {self.options.candidate_timeout:g} s; worker killed"})
                 worker.running = None
                 worker.kill()  # its exit restarts it
 
     def _progress(self, task, final=False):
-        done = sum(1 for state in self.journal.tasks.values() if state["done"])
+        now = time.monotonic()
+        if not final and now - self.last_progress < PROGRESS_SECONDS:
+            return  # a line every PROGRESS_SECONDS, and at each key's end
+        self.last_progress = now
+        done = self.total - len(self.pending)
         state = self.journal.tasks.get(task, {})
-        key = state.get("key")
         count, results = len(state.get("candidates", {})), state.get("results", {})
-        if not final and len(results) % 16 and len(results) != count:
-            return  # a line every 16 candidates, and at each task's end
-        elapsed = time.monotonic() - self.started
+        elapsed = now - self.started
         left = ""
-        if self.tasks_done_now:
-            left = f", about {elapsed / self.tasks_done_now * (self.total - done):.0f} s left"
+        if self.measured_now:
+            rate = self.measured_now / elapsed
+            left = f", about {self._candidates_left() / rate:.0f} s left ({rate:.0f} candidates/s)"
         best = best_result(state)
         best_text = f", best {best['median_ms'] * 1e3:.2f} us ({best['result']})" if best else ""
-        self.say(f"[{done}/{self.total} keys] key {key}: {len(results)}/{count} candidates{best_text}; "
+        self.say(f"[{done}/{self.total} keys] key {state.get('key')}: {len(results)}/{count} candidates{best_text}; "
                  f"{elapsed:.0f} s elapsed{left}")
+
+    def _candidates_left(self):
+        """Candidates not yet measured: of listed keys, their own; of the others, the listed keys' mean."""
+        listed = [len(self.journal.tasks[t]["candidates"]) for t in self.journal.tasks
+                  if self.journal.tasks[t]["key"] is not None]
+        mean = sum(listed) / len(listed) if listed else 0
+        left = 0
+        for task in self.pending:
+            plan = self.plans[task]
+            left += mean if plan.remaining is None else len(plan.remaining) + len(plan.sent)
+        return left
 
 
 def best_result(state):
-    timed = [r for r in state.get("results", {}).values() if r["status"] == "ok"]
+    """The key's choice with its time: the final comparison's fastest when there was one, else the
+    fastest full median (None when no candidate passed)."""
+    results = state.get("results", {})
+    chosen = state.get("chosen")
+    if chosen is not None and results.get(chosen, {}).get("status") == "ok":
+        return dict(results[chosen], median_ms=state["final"][chosen])
+    timed = [r for r in results.values() if r["status"] == "ok"]
     return min(timed, key=lambda r: r["median_ms"]) if timed else None
 
 

@@ -2,9 +2,11 @@
 Its world is the JSON file named by $FAKE_TUNE_PLAN:
   {"device": NAME, "candidates": [{"id", "config"}], "times": {"<M>": {id: ms}},
    "wrong": [[M, id]], "filtered": [[M, id]], "crash": [[M, id]], "hang": [[M, id]], "fatal": [[M, id]],
-   "refused": [[M, id]]}
-Every timing call is appended to $FAKE_TUNE_LOG as "M id quick|full" (quick: rep_ms below 10), and
-each worker's CUDA_VISIBLE_DEVICES (or "unset") to $FAKE_TUNE_LOG.devices as it starts."""
+   "refused": [[M, id]], "sleep_ms": MS per timing call, "wait_for_workers": N (begin waits until N
+   workers have started)}
+Every timing call is appended to $FAKE_TUNE_LOG as "M id DEVICE quick|full" (quick: rep_ms below 10;
+DEVICE: the worker's CUDA_VISIBLE_DEVICES or "unset"), and each worker's device to
+$FAKE_TUNE_LOG.devices as it starts."""
 import json
 import os
 import time
@@ -25,6 +27,10 @@ class FakeBackend:
     def begin(self, shape):
         from taot.measure.tuner import Candidate
 
+        deadline = time.monotonic() + 30
+        while len(open(os.environ["FAKE_TUNE_LOG"] + ".devices").read().split()) < self.plan.get("wait_for_workers", 0):
+            assert time.monotonic() < deadline, "the other workers did not start within 30 s"
+            time.sleep(0.01)
         self.m = shape["M"]
         every = [Candidate(c["id"], c["config"], index) for index, c in enumerate(self.candidates)]
         filtered = [c for c in every if self._listed("filtered", self.m, c.id)]
@@ -47,8 +53,10 @@ class FakeBackend:
         return []
 
     def time(self, candidate, timing):
+        device = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
         with open(os.environ["FAKE_TUNE_LOG"], "a") as log:
-            log.write(f"{self.m} {candidate.id} {'quick' if timing['rep_ms'] < 10 else 'full'}\n")
+            log.write(f"{self.m} {candidate.id} {device} {'quick' if timing['rep_ms'] < 10 else 'full'}\n")
+        time.sleep(self.plan.get("sleep_ms", 0) / 1000)
         ms = self.plan["times"][str(self.m)][candidate.id]
         return [ms * 1.01, ms, ms * 0.99]
 
