@@ -15,7 +15,8 @@ Prints a line per batch size as it goes, then the wall time, the time spent in f
   {"wall_s", "compile_s", "timing_s", "setup_s", "device", "candidates", "configs": {label: config},
    "batch_sizes": {M: {"best": config, "best_label", "best_us", "times_us": {label: us or null}}},
    "not_run": [M, ...], ...}
---configs N keeps the first N candidates (manifest order) and --batch-sizes a subset, so that a run
+--configs N keeps the first N candidates (manifest order), --spread N keeps N spread over the whole list
+(a sample of the grid: the cost per evaluation of the whole search), and --batch-sizes a subset, so that a run
 fits one device call; --budget-s stops after the batch size that would overrun it (the rest are listed
 in not_run: run them in a second call and give bench/moe_tune_compare.py both files).
 
@@ -55,6 +56,9 @@ def parse_arguments(argv=None):
                         help="the bench file (make_args, tune shapes); default examples/fused_moe/bench_fused_moe.py")
     parser.add_argument("--kernel", help="the kernel (default: the bench file's one kernel)")
     parser.add_argument("--configs", type=int, metavar="N", help="time only the first N candidates")
+    parser.add_argument("--spread", type=int, metavar="N",
+                        help="time N candidates spread evenly over the manifest order (a sample of the whole grid, "
+                             "for the JIT's cost per evaluation)")
     parser.add_argument("--batch-sizes", metavar="LIST",
                         help="comma-separated tuning-key values (M) to run, among the bench file's tune shapes "
                              "(default: all of them)")
@@ -158,6 +162,9 @@ def main(argv=None):
     bench.check_library(manifest["library"], [entry["name"] for entry in manifest["kernels"]])
     if arguments.configs is not None:
         candidates = candidates[:arguments.configs]
+    if arguments.spread is not None:
+        step = max(1, len(candidates) // arguments.spread)
+        candidates = candidates[step // 2::step][:arguments.spread]
     parameters = [arg["name"] for arg in kernel["args"] if arg["kind"] != "constexpr"]
     launch_only = {arg["name"] for arg in kernel["args"] if arg.get("launch_only")}
     key_names = kernel.get("tuning_key") or ["M"]

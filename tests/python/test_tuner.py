@@ -158,6 +158,37 @@ def test_resume_times_only_what_the_journal_lacks(world):
     assert {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]} == BEST
 
 
+def test_ctrl_c_stops_the_workers_at_once_and_the_journal_resumes(world):
+    """Ctrl-C reaches the group: the workers print nothing of their own, the command stops within
+    seconds (not after each worker's unit) naming the journal, and --resume finishes the job."""
+    import signal
+    library, plan, tmp_path = world
+    (tmp_path / "plan.json").write_text(json.dumps(dict(plan, sleep_ms=100)))
+    environment = dict(os.environ, FAKE_TUNE_PLAN=str(tmp_path / "plan.json"), FAKE_TUNE_LOG=str(tmp_path / "calls.log"),
+                       PYTHONPATH=str(ROOT / "python"))
+    command = [sys.executable, "-m", "taot", "tune", str(library), "--bench", str(FAKES / "bench_fake.py"),
+               "--backend", str(FAKES / "fake_backend.py"), "-o", str(tmp_path / "out"), "--gpus", "2"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment,
+                               start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not calls(tmp_path):
+        assert time.monotonic() < deadline and process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    time.sleep(0.3)
+    interrupted_at = time.monotonic()
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert time.monotonic() - interrupted_at < 5
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines()[-1] == (f"interrupted: the journal {tmp_path}/out/moe.journal.jsonl keeps what was "
+                                       "measured; --resume goes on")
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    resumed = tune(world, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    table = json.loads((tmp_path / "out" / "moe.json").read_text())
+    assert {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]} == BEST
+
+
 def test_resume_on_another_device_is_refused(world):
     assert tune(world).returncode == 0
     result = tune(world, "--resume", plan_changes={"device": "Other GPU"})
@@ -326,6 +357,7 @@ def test_a_keys_leaders_are_compared_again_on_one_gpu(tmp_path, monkeypatch):
     assert min((r for r in state["results"].values()), key=lambda r: r["median_ms"])["result"] == "c1"
     finals = [(gpu, request) for gpu, request in ScriptedWorker.sent if "final" in request]
     assert len(finals) == 1 and sorted(finals[0][1]["leaders"]) == ["c0", "c1"]  # c2 is 1.5x: not a leader
+    assert finals[0][0] == 0  # on the first GPU, whichever worker was free
     assert state["chosen"] == "c0" and best_result(state)["result"] == "c0" and state["done"]
 
 

@@ -171,6 +171,7 @@ def _tune(arguments, say, library_path, library_name, bench_file, kernel_name, k
                         for task in sorted(journal.tasks) if tuner.best_result(journal.tasks[task])]
         differences = coordinator.verify(paths[0], expectations)
     except KeyboardInterrupt:
+        coordinator.close(interrupted=True)
         raise KeyboardInterrupt(f"the journal {journal_path} keeps what was measured; --resume goes on") from None
     finally:
         journal.close()

@@ -23,6 +23,7 @@
 import argparse
 import json
 import math
+import signal
 import sys
 
 from ..errors import TaotError
@@ -144,6 +145,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m taot.measure.tune_worker")
     parser.add_argument("--settings", required=True, help="the coordinator's settings, JSON")
     arguments = parser.parse_args(argv)
+    # Ctrl-C reaches the whole process group: the coordinator ends its workers itself, and keeps the
+    # journal; a worker's own KeyboardInterrupt would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = json.loads(arguments.settings)
     from .tuner import make_backend, load_shapes
 

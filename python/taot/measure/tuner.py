@@ -331,6 +331,7 @@ class _Worker:
     def kill(self):
         if self.process.poll() is None:
             self.process.kill()
+            self.process.wait()
 
     def stop(self):
         self.send({"quit": True})
@@ -342,8 +343,8 @@ class _Worker:
 
 # A key's candidates are spread over every worker in chunks; once all are measured, its leaders (the
 # candidates within LEADER_SPAN of the best full median, at most MAX_LEADERS) are timed again together
-# on one GPU in FINAL_ROUNDS interleaved rounds, and the fastest there is the key's choice: the choice
-# does not depend on which GPU timed which candidate first.
+# on the first GPU in FINAL_ROUNDS interleaved rounds, and the fastest there is the key's choice: the
+# choice does not depend on which GPU timed which candidate first.
 LEADER_SPAN = 1.05
 MAX_LEADERS = 8
 FINAL_ROUNDS = 5
@@ -389,8 +390,11 @@ class Coordinator:
         if self.failure:
             raise TaotError(self.failure)
 
-    def close(self):
+    def close(self, interrupted=False):
+        """Stops the workers: asked to quit (each finishes its unit), or at once when `interrupted`."""
         for worker in self.workers:
+            if interrupted:
+                worker.kill()
             worker.stop()
         self.workers = []
 
@@ -429,17 +433,20 @@ class Coordinator:
 
     # ---- scheduling ----
 
-    def _next_unit(self):
-        """The next unit for a free worker: a key's final comparison, else a chunk of a listed key's
-        candidates (the earliest key first, so that keys finish in turn), else listing the next key."""
+    def _next_unit(self, worker):
+        """The next unit for a free worker: a key's final comparison (the first GPU's worker runs them
+        all, so that two runs compare leaders on the same GPU: GPUs of one kind rank close configs
+        differently), else a chunk of a listed key's candidates (the earliest key first, so that keys
+        finish in turn), else listing the next key."""
         for task in list(self.pending):
             plan = self.plans[task]
             if plan.remaining is not None and not plan.remaining and not plan.sent and not plan.final_sent:
                 leaders = self._leaders(task)
-                if len(leaders) > 1:
+                if len(leaders) <= 1:
+                    self._end(task)
+                elif worker is self.workers[0]:
                     plan.final_sent = True
                     return {"final": task, "leaders": leaders, "rounds": FINAL_ROUNDS}
-                self._end(task)
         for task in self.pending:
             plan = self.plans[task]
             if plan.remaining:
@@ -462,7 +469,7 @@ class Coordinator:
         return [r["result"] for r in timed if r["median_ms"] <= timed[0]["median_ms"] * LEADER_SPAN][:MAX_LEADERS]
 
     def _assign(self, worker):
-        worker.unit = self._next_unit()
+        worker.unit = self._next_unit(worker)
         if worker.unit is not None:
             worker.send(worker.unit)
 
