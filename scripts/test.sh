@@ -48,6 +48,10 @@ for folder in tests/python tests/cli tests/install tests/kernels_as_written test
   run_folder python3 "$folder"
 done
 run_folder build/torch-env/bin/python tests/interpreter
+# tests/cluster starts a Ray cluster of several nodes on this machine (Ray is an optional dependency:
+# scripts/ray_env.sh installs it into build/ray-env, over the system Python).
+scripts/ray_env.sh
+run_folder build/ray-env/bin/python tests/cluster
 # Every other Triton release taot supports (python/taot/triton_api/versions.py; scripts/triton_envs.sh
 # makes one environment per release): the front end's tests on each; through the real binary, the
 # commands that call Triton on the oldest (passes, from-ir, import-cache of a cache the JIT wrote)

@@ -286,3 +286,17 @@ def test_an_unknown_target_on_the_command_line_is_a_usage_error(tmp_path, run_ta
         result = run_taot(command, tmp_path / "scale.toml", "--target", "sm_75", "-o", tmp_path / "out")
         assert result.returncode == 2, result.stderr
         assert "--target sm_75: expected one of sm_80," in result.stderr
+
+
+def test_cluster_without_ray_says_how_to_get_it_before_compiling(run_taot, tmp_path):
+    """The system Python of these tests has no Ray (tests/cluster runs where it has)."""
+    try:
+        import ray  # noqa: F401
+        pytest.fail("this Python has Ray: the test needs one without (tests/cluster covers the one with)")
+    except ImportError:
+        pass
+    spec = write_spec(tmp_path)
+    result = run_taot("compile", spec, "-o", tmp_path / "out", "--cluster", "auto")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == "error: --cluster needs Ray in this Python: pip install 'taot[ray]' (or pip install ray)"
+    assert not (tmp_path / "out" / "artifacts").exists()

@@ -54,6 +54,9 @@ def add_arguments(parser):
     parser.add_argument("-j", "--jobs", type=jobs_count, metavar="N", default=0,
                         help=f"parallel compile workers (default and 0: all cores, {os.cpu_count() or 1} here; "
                              "more than the cores, or than the memory available holds at 0.5 GB each, are capped)")
+    parser.add_argument("--cluster", metavar="ADDRESS",
+                        help="compile on a Ray cluster (docs/scale.md): its address (ray://HOST:10001, HOST:6379) or "
+                             "auto (the cluster this machine belongs to); needs pip install 'taot[ray]'")
     parser.add_argument("--target", action="extend", nargs="+", metavar="TARGET", dest="targets",
                         help="compile for these targets instead of the spec's (e.g. --target sm_90 sm_80)")
     parser.add_argument("--list", action="store_true", help="print the variant ids and exit without compiling")
@@ -73,6 +76,13 @@ def add_arguments(parser):
 
 def check(parser, arguments):
     """Usage errors the parser cannot see alone (exit 2)."""
+    if getattr(arguments, "cluster", None):
+        from ..compile.cluster import address_problem
+        problem = address_problem(arguments.cluster)
+        if problem:
+            parser.error(f"--cluster {arguments.cluster}: {problem}")
+        if arguments.list:
+            parser.error("--cluster and --list: --list compiles nothing")
     if arguments.targets:
         arguments.targets = [name for value in arguments.targets for name in value.split(",") if name]
         from ..spec.targets import accepted_target_names, parse_target
@@ -116,10 +126,17 @@ def load(arguments):
 def compile_library(library, arguments):
     from ..compile.engine import build
     progress = None if arguments.quiet else Progress(sys.stderr)
+    cluster = None
     try:
+        if getattr(arguments, "cluster", None):
+            from ..compile.cluster import connect
+            cluster = connect(arguments.cluster, notice=progress.note if progress else None)
         return build(library, arguments.output, workers=arguments.jobs, progress=progress,
-                     notice=progress.note if progress else None, ir=arguments.ir, wait=not arguments.no_wait)
+                     notice=progress.note if progress else None, ir=arguments.ir, wait=not arguments.no_wait,
+                     cluster=cluster)
     finally:
+        if cluster is not None:
+            cluster.close()
         if progress is not None:
             progress.finish()
 

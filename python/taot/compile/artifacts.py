@@ -163,6 +163,13 @@ def write(folder, function, asm, metadata, inputs, libraries, ir_mode, ptxas=Non
     })
 
 
+def write_record_with_users(folder, record_bytes, libraries):
+    """Writes a record another machine wrote for this folder's files (`record_bytes`, inputs.json as
+    it wrote it), its users being `libraries` and the ones it names; written last, as write() does."""
+    record = json.loads(record_bytes)
+    _write_record(folder, dict(record, libraries=sorted(set(record.get("libraries", [])) | set(libraries))))
+
+
 def _write_record(folder, record):
     write_atomically(Path(folder) / RECORD, (canonical_json(record) + "\n").encode())
 

@@ -86,12 +86,13 @@ def _parsed_options(library, kernel, variant, target, cache):
     return cache[key]
 
 
-def build(library, outdir, workers=None, progress=None, notice=None, ir=DEFAULT_MODE, wait=True):
+def build(library, outdir, workers=None, progress=None, notice=None, ir=DEFAULT_MODE, wait=True, cluster=None):
     """Bring OUTDIR up to date with `library`, keeping the IR stages as `ir` says (ir_files.MODES).
     `progress(done, total, outcome)` is called as each compile finishes, `notice(line)` for what the
     user should know (waiting for another build, a damaged artifact compiled again). Holds OUTDIR's
-    lock throughout (waiting for it, or with wait=False raising OutputBusy). Raises CompileError
-    (after removing the then stale manifest) if a job failed, Interrupted on Ctrl-C."""
+    lock throughout (waiting for it, or with wait=False raising OutputBusy). `cluster`: a
+    cluster.Cluster whose nodes compile the jobs (else processes here). Raises CompileError (after
+    removing the then stale manifest) if a job failed, Interrupted on Ctrl-C."""
     start = time.perf_counter()
     outdir = Path(outdir)
     with OutputLock(outdir, wait=wait, notice=notice):
@@ -99,7 +100,10 @@ def build(library, outdir, workers=None, progress=None, notice=None, ir=DEFAULT_
         stale, fresh = _split_stale(planned, outdir, notice)
         manifest_path = outdir / "manifest.json"
         try:
-            failures = run_jobs(stale, _worker_count(workers, len(stale), notice), progress)
+            if cluster is not None:
+                failures = _run_on_cluster(cluster, stale, progress)
+            else:
+                failures = run_jobs(stale, _worker_count(workers, len(stale), notice), progress)
             if failures:
                 manifest_path.unlink(missing_ok=True)
                 raise CompileError([(outcome.variant_id, outcome.target, outcome.error) for outcome in failures])
@@ -206,6 +210,21 @@ class _InterruptWatch:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
         return False
+
+
+def _run_on_cluster(cluster, pending, progress):
+    compiled = 0
+
+    def report(done, total, outcome):
+        nonlocal compiled
+        compiled += outcome.error is None
+        _report(progress, done, total, outcome)
+
+    with _InterruptWatch():
+        try:
+            return cluster.run(pending, report=report)
+        except KeyboardInterrupt:
+            raise Interrupted(compiled, len(pending)) from None
 
 
 def _run_here(pending, progress, watch):
