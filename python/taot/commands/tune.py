@@ -27,6 +27,12 @@ def add_arguments(parser):
                         help="where the tables and the journal go (default: LIBRARY/tuning)")
     parser.add_argument("--gpus", default="all", metavar="LIST",
                         help="GPU indices to use, one worker each (default: all; or a count such as 2)")
+    parser.add_argument("--cluster", metavar="ADDRESS",
+                        help="one worker per GPU of a Ray cluster (docs/scale.md): its address (HOST:PORT, "
+                             "ray://HOST:PORT) or auto; --gpus then counts the cluster's GPUs")
+    parser.add_argument("--device", metavar="NAME",
+                        help="tune this kind of GPU (as the driver names it); workers on others are named and not "
+                             "used (default: the journal's, else the first worker's)")
     parser.add_argument("--resume", action="store_true", help="go on with the journal of an interrupted run")
     parser.add_argument("--restart", action="store_true", help="discard an earlier run's journal and start over")
     parser.add_argument("--candidate-timeout", type=float, default=60.0, metavar="S",
@@ -67,6 +73,13 @@ def check(parser, arguments):
     if arguments.resume and arguments.restart:
         parser.error("--resume and --restart: give one")
     arguments.filters = parse_where(parser, arguments.where)
+    if arguments.cluster:
+        from ..compile.cluster import address_problem
+        problem = address_problem(arguments.cluster)
+        if problem:
+            parser.error(f"--cluster {arguments.cluster}: {problem}")
+        if arguments.backend is None and arguments.gpus != "all" and not arguments.gpus.isdigit():
+            parser.error(f"--gpus {arguments.gpus}: with --cluster, all or a count (Ray places the workers)")
 
 
 def gpu_list(text, count):
@@ -116,17 +129,31 @@ def run(arguments):
         raise TaotError(f"kernel {kernel_name}'s tuning key names config field(s) {', '.join(field_keys)}: taot tune "
                         f"keys tables on call arguments only; write such tables by hand (docs/tuning.md) or give the "
                         f"spec a tuning_key of call arguments")
-    if arguments.backend:  # a fake timer: no driver, and "all" is one worker
+    cluster = None
+    options = dict(device=arguments.device)
+    if arguments.cluster:  # one Ray actor per GPU of the cluster
+        from ..measure.cluster_workers import RayWorker, connect
+        cluster, count = connect(arguments.cluster, say)
+        gpus = list(range(count if arguments.gpus == "all" else min(count, int(arguments.gpus))))
+        say(f"--cluster {arguments.cluster}: {count} GPU(s); {len(gpus)} worker(s)")
+        options.update(worker_factory=lambda gpu, settings, messages: RayWorker(gpu, settings, messages, cluster.ray),
+                       other_devices="skip")
+    elif arguments.backend:  # a fake timer: no driver, and "all" is one worker
         gpus = [0] if arguments.gpus == "all" else gpu_list(arguments.gpus, None)
     else:
         gpus = gpu_list(arguments.gpus, tuner.visible_gpu_count())
     output = Path(arguments.output) if arguments.output else library_path / "tuning"
-    with OutputLock(output, wait=not arguments.no_wait, notice=say):  # two tunes into one folder take turns
-        return _tune(arguments, say, library_path, library_name, bench_file, kernel_name, kernel_bench, info, gpus,
-                     output)
+    try:
+        with OutputLock(output, wait=not arguments.no_wait, notice=say):  # two tunes into one folder take turns
+            return _tune(arguments, say, library_path, library_name, bench_file, kernel_name, kernel_bench, info,
+                         gpus, output, options)
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
-def _tune(arguments, say, library_path, library_name, bench_file, kernel_name, kernel_bench, info, gpus, output):
+def _tune(arguments, say, library_path, library_name, bench_file, kernel_name, kernel_bench, info, gpus, output,
+          options):
     """The tuning run itself, `output` locked."""
     full = dict(warmup_ms=arguments.warmup_ms, rep_ms=arguments.rep_ms, reps=0, flush_l2=not arguments.no_flush,
                 graph=arguments.graph, launches_per_rep=arguments.launches_per_rep)
@@ -148,7 +175,8 @@ def _tune(arguments, say, library_path, library_name, bench_file, kernel_name, k
               "shapes": [dict(shape) for shape in shapes], "full": full, "quick": quick,
               "prune_ratio": arguments.prune_ratio}
     journal = tuner.Journal(journal_path, header, arguments.resume)
-    coordinator = tuner.Coordinator(settings, shapes, journal, tuner.TuneOptions(gpus, arguments.candidate_timeout), say)
+    coordinator = tuner.Coordinator(settings, shapes, journal,
+                                    tuner.TuneOptions(gpus, arguments.candidate_timeout, **options), say)
     done_before = len(shapes) - len(coordinator.pending)
     say(f"tuning {library_name}.{kernel_name} over {len(shapes)} shapes (key {', '.join(info.tuning_key)}) on "
         f"GPU{'s' if len(gpus) > 1 else ''} {', '.join(map(str, gpus))}"

@@ -75,7 +75,8 @@ def _check_reachable(address, seconds=5.0):
 class Cluster:
     """A connection to a Ray cluster and the nodes compile jobs may run on."""
 
-    def __init__(self, address, triton_version, notice=None):
+    def __init__(self, address, triton_version=None, notice=None):
+        """Connects; with `triton_version`, also finds the nodes compile jobs may run on (`nodes`)."""
         self.ray = _import_ray()
         self.say = say = notice or (lambda line: None)
         _check_reachable(address)
@@ -85,6 +86,17 @@ class Cluster:
             raise TaotError(f"--cluster {address}: cannot connect to a Ray cluster there ({error})") from None
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         self._pinned = lambda node_id: NodeAffinitySchedulingStrategy(node_id, soft=False)
+        self.nodes = []
+        if triton_version is not None:
+            self._find_compile_nodes(address, triton_version)
+
+    @classmethod
+    def for_gpus(cls, address, notice=None):
+        """A connection for tune workers: Ray places them on the nodes' GPUs."""
+        return cls(address, None, notice)
+
+    def _find_compile_nodes(self, address, triton_version):
+        say = self.say
         self.unreachable = []
         self.nodes, refused = self._usable_nodes(triton_version)
         for address_, node_id, error in self.unreachable:

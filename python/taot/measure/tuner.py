@@ -253,6 +253,9 @@ class TuneOptions:
     gpus: list                 # indices among the GPUs this process sees, one worker each
     candidate_timeout: float   # seconds a candidate may run before its worker is killed
     max_restarts: int = 20     # per worker, then the run fails
+    worker_factory: object = None  # (gpu, settings, messages) -> a worker; default: a process here (_Worker)
+    device: str = None         # the device to tune (--device); default: the journal's, else the first worker's
+    other_devices: str = "fail"  # a worker on another device: "fail" the run, or "skip" it, naming it
 
 
 def visible_gpu_count():
@@ -375,7 +378,8 @@ class Coordinator:
             if state and state["key"] is not None:  # listed by the run resumed
                 self.plans[task].remaining = [c for c in state["candidates"] if c not in state["results"]]
         self.total = len(shapes)
-        self.device = None
+        self.device = options.device
+        self.skipped = set()  # workers on another device, when options.other_devices is "skip"
         self.started = time.monotonic()
         self.measured_now = 0   # candidates measured by this run (not by the run resumed)
         self.last_progress = self.started
@@ -385,10 +389,13 @@ class Coordinator:
 
     def run(self):
         """Runs the pending tasks. The workers stay up for verify(); close() stops them."""
-        self.workers = [_Worker(gpu, self.settings, self.messages) for gpu in self.options.gpus]
+        self.workers = [self._new_worker(gpu) for gpu in self.options.gpus]
         self._loop(self.workers, self.messages)
         if self.failure:
             raise TaotError(self.failure)
+
+    def _new_worker(self, gpu):
+        return (self.options.worker_factory or _Worker)(gpu, self.settings, self.messages)
 
     def close(self, interrupted=False):
         """Stops the workers: asked to quit (each finishes its unit), or at once when `interrupted`."""
@@ -403,7 +410,7 @@ class Coordinator:
         choice for each task's shape; returns [(task, expected id, chosen id)] where they differ.
         `expectations`: [(task, id)]."""
         alive = [w for w in self.workers if w.process.poll() is None]
-        worker = alive[0] if alive else _Worker(self.options.gpus[0], self.settings, self.messages)
+        worker = alive[0] if alive else self._new_worker(self.options.gpus[0])
         if not alive:
             self.workers.append(worker)
         worker.unit = ("verify",)  # busy: an exit now is a failure
@@ -475,7 +482,7 @@ class Coordinator:
 
     def _assign_idle(self, workers, ready):
         for worker in workers:
-            if worker in ready and worker.unit is None and not self.failure:
+            if worker in ready and worker.unit is None and worker not in self.skipped and not self.failure:
                 self._assign(worker)
 
     def _end(self, task):
@@ -524,10 +531,19 @@ class Coordinator:
             self._assign_idle(workers, ready)
 
     def _ready(self, worker, device, workers):
+        wanted = self.device or self.journal.device
+        if wanted is not None and device != wanted and self.options.other_devices == "skip":
+            self.skipped.add(worker)
+            worker.stop()
+            self.say(f"GPU {worker.gpu} is a {device}, not a {wanted}: not used (a tuned table is for one kind "
+                     f"of device; tune it with --device '{device}' into another folder)")
+            if len(self.skipped) == len(workers):
+                self.failure = f"no GPU is a {wanted}"
+            return
         if self.journal.device is not None and device != self.journal.device:
             self.failure = (f"{self.journal.path}: measured on a {self.journal.device}; GPU {worker.gpu} is a "
                             f"{device}; give --restart to tune this device")
-        elif self.device is None:
+        elif self.device is None or (device == self.device and self.journal.device is None):
             self.device = device
             if self.journal.device is None:
                 self.journal.write({"device": device})

@@ -1,11 +1,11 @@
 """A measuring backend for `taot tune --backend`, for tests of the tuner's bookkeeping without a GPU.
-Its world is the JSON file named by $FAKE_TUNE_PLAN:
+Its world is the JSON file named by $FAKE_TUNE_PLAN ($FAKE_TUNE_DEVICE, where set, names the device):
   {"device": NAME, "candidates": [{"id", "config"}], "times": {"<M>": {id: ms}},
    "wrong": [[M, id]], "filtered": [[M, id]], "crash": [[M, id]], "hang": [[M, id]], "fatal": [[M, id]],
    "refused": [[M, id]], "sleep_ms": MS per timing call, "wait_for_workers": N (begin waits until N
    workers have started)}
 Every timing call is appended to $FAKE_TUNE_LOG as "M id DEVICE quick|full" (quick: rep_ms below 10;
-DEVICE: the worker's CUDA_VISIBLE_DEVICES or "unset"), and each worker's device to
+DEVICE: the worker's CUDA_VISIBLE_DEVICES or "unset", then $FAKE_TUNE_NODE), and each worker's device to
 $FAKE_TUNE_LOG.devices as it starts."""
 import json
 import os
@@ -15,7 +15,7 @@ import time
 class FakeBackend:
     def __init__(self, settings):
         self.plan = json.loads(open(os.environ["FAKE_TUNE_PLAN"]).read())
-        self.device_name = self.plan.get("device", "Fake GPU")
+        self.device_name = os.environ.get("FAKE_TUNE_DEVICE") or self.plan.get("device", "Fake GPU")
         self.candidates = self.plan["candidates"]
         self.table = None
         with open(os.environ["FAKE_TUNE_LOG"] + ".devices", "a") as log:
@@ -53,7 +53,7 @@ class FakeBackend:
         return []
 
     def time(self, candidate, timing):
-        device = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
+        device = os.environ.get("CUDA_VISIBLE_DEVICES", "unset") + os.environ.get("FAKE_TUNE_NODE", "")
         with open(os.environ["FAKE_TUNE_LOG"], "a") as log:
             log.write(f"{self.m} {candidate.id} {device} {'quick' if timing['rep_ms'] < 10 else 'full'}\n")
         time.sleep(self.plan.get("sleep_ms", 0) / 1000)
