@@ -103,3 +103,31 @@ num_stages = { sm_80 = [2, 3], sm_90 = [3, 4] }
     assert text.stdout.splitlines()[:-1] == document["kernels"]["grid_kernel"]
     assert text.stdout.splitlines()[-1] == ("180000 variants (grid_kernel 180000) for 2 targets (sm_80, sm_90) = "
                                             "240000 compile jobs")
+
+
+def test_values_whose_id_tokens_meet_are_listed_under_the_names_a_build_gives(run_taot, tmp_path):
+    """"a-b" and "ab" both make the token "ab": the stream falls back to renaming them as a build does."""
+    from taot.spec.validate import load_spec
+    (tmp_path / "k.py").write_text(LARGE_KERNEL)
+    spec = tmp_path / "meet.toml"
+    spec.write_text('''
+[library]
+name = "meet"
+targets = ["sm_90"]
+
+[[kernel]]
+name = "grid_kernel"
+source = "k.py"
+grid = ["n", 1, 1]
+
+[kernel.args]
+x_ptr = { type = "*fp32", align = [16] }
+n = { type = "i32", hint = [16] }
+A = { constexpr = ["a-b", "ab"] }
+B = { constexpr = [1] }
+C = { constexpr = [1] }
+''')
+    listed = run_taot("compile", spec, "--list", "-q")
+    assert listed.returncode == 0, listed.stderr
+    ids = listed.stdout.splitlines()[:-1]
+    assert len(set(ids)) == 2 and ids == [variant.id for variant in load_spec(spec).variants["grid_kernel"]]

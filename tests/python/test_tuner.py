@@ -168,8 +168,10 @@ def test_ctrl_c_stops_the_workers_at_once_and_the_journal_resumes(world):
                        PYTHONPATH=str(ROOT / "python"))
     command = [sys.executable, "-m", "taot", "tune", str(library), "--bench", str(FAKES / "bench_fake.py"),
                "--backend", str(FAKES / "fake_backend.py"), "-o", str(tmp_path / "out"), "--gpus", "2"]
+    # (SIGINT's default restored for the command: a pytest-xdist worker ignores it, and an ignored signal
+    # stays ignored across exec, where Python then installs no KeyboardInterrupt)
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not calls(tmp_path):
         assert time.monotonic() < deadline and process.poll() is None, process.communicate()
@@ -323,7 +325,10 @@ class ScriptedWorker:
                 self.reply({"task": request["measure"], "result": candidate, "status": "ok",
                             "median_ms": self.ms(candidate), "samples": 10})
             self.reply({"measured": request["measure"]})
-        elif "final" in request:
+        elif "final" in request:  # as tune_worker's Session: a start per leader and round, no result of their own
+            for _ in range(request["rounds"]):
+                for candidate in request["leaders"]:
+                    self.reply({"task": request["final"], "start": candidate})
             self.reply({"final": request["final"], "times": {c: self.ms(c) for c in request["leaders"]}})
 
     def stop(self):
@@ -343,6 +348,8 @@ def run_scripted(tmp_path, monkeypatch, resume=False):
     coordinator = tuner.Coordinator({}, [{"M": 1}], journal, tuner.TuneOptions([0, 1], 60.0), lambda line: None)
     coordinator.run()
     journal.close()
+    # Nothing left looking busy: a worker still "running" a leader would be killed as hung once idle.
+    assert all(worker.running is None and worker.unit is None for worker in coordinator.workers)
     return journal
 
 

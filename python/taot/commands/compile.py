@@ -155,25 +155,25 @@ def _print_counts(library, stream):
 
 def _list(library, arguments):
     """The variant ids, written as they are made (a spec of millions is listed in little memory), then
-    a summary line; or the same as one JSON document."""
+    a summary line; or the same as one JSON document, printed once every id is made (an error while
+    naming them, such as a grid that divides by zero, then leaves no half document)."""
     targets = [target.name for target in library.targets]
     out = sys.stdout
-    if arguments.json:
-        head = json.dumps(json_document("compile", {"library": library.name, "targets": targets}), indent=2)
-        out.write(head[:-len("\n}")] + ',\n  "kernels": {')
     jobs = 0
-    for kernel_number, kernel in enumerate(library.kernels):
-        if arguments.json:
-            out.write(("," if kernel_number else "") + f"\n    {json.dumps(kernel.name)}: [")
-        for number, variant in enumerate(library.variants[kernel.name]):
-            jobs += len(variant.targets)
-            out.write((("," if number else "") + f"\n      {json.dumps(variant.id)}") if arguments.json
-                      else variant.id + "\n")
-        if arguments.json:
-            out.write("\n    ]")
     if arguments.json:
-        out.write(f'\n  }},\n  "compile_jobs": {jobs}\n}}\n')
+        kernels = {}
+        for kernel in library.kernels:
+            kernels[kernel.name] = []
+            for variant in library.variants[kernel.name]:
+                jobs += len(variant.targets)
+                kernels[kernel.name].append(variant.id)
+        print(json.dumps(json_document("compile", {"library": library.name, "targets": targets, "kernels": kernels,
+                                                   "compile_jobs": jobs}), indent=2))
         return 0
+    for kernel in library.kernels:
+        for variant in library.variants[kernel.name]:
+            jobs += len(variant.targets)
+            out.write(variant.id + "\n")
     counts = {kernel.name: len(library.variants[kernel.name]) for kernel in library.kernels}
     per_kernel = ", ".join(f"{name} {count}" for name, count in counts.items())
     print(f"{sum(counts.values())} variants ({per_kernel}) for {len(targets)} targets ({', '.join(targets)}) = "

@@ -78,8 +78,9 @@ def check(parser, arguments):
         problem = address_problem(arguments.cluster)
         if problem:
             parser.error(f"--cluster {arguments.cluster}: {problem}")
-        if arguments.backend is None and arguments.gpus != "all" and not arguments.gpus.isdigit():
-            parser.error(f"--gpus {arguments.gpus}: with --cluster, all or a count (Ray places the workers)")
+        if arguments.gpus != "all" and not (arguments.gpus.isdigit() and int(arguments.gpus) > 0):
+            parser.error(f"--gpus {arguments.gpus}: with --cluster, all or a count of 1 or more (Ray places the "
+                         "workers)")
 
 
 def gpu_list(text, count):

@@ -21,6 +21,7 @@ from ..errors import TaotError
 from ..fsutil import write_atomically
 
 JOB_RETRIES = 3  # nodes a job may lose before the build gives up on it
+NODE_DEATH_SECONDS = 5.0  # after a task's process dies: how long Ray may take to say its node is gone
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,8 +143,14 @@ class Cluster:
         turn = 0
 
         def submit(job):
+            """To the node with the fewest jobs per CPU (the first of those, in turn)."""
             nonlocal turn
-            node = nodes[turn % len(nodes)]
+            load = {node.node_id: 0 for node in nodes}
+            for _, on in running.values():
+                if on.node_id in load:
+                    load[on.node_id] += 1
+            order = nodes[turn % len(nodes):] + nodes[:turn % len(nodes)]
+            node = min(order, key=lambda candidate: load[candidate.node_id] / candidate.cpus)
             turn += 1
             running[remote.options(scheduling_strategy=self._pinned(node.node_id)).remote(job)] = (job, node)
 
@@ -160,8 +167,19 @@ class Cluster:
                     except (ray.exceptions.RayTaskError,) as error:
                         outcome, files = job_module.Outcome(job.variant_id, job.target, 0.0,
                                                             f"on node {node.name}: {error}"), {}
-                    except Exception as error:  # the node or its worker died: another node compiles it
-                        if node in nodes and not self._alive(node):
+                    except Exception as error:  # the node or its worker died
+                        if self._still_alive(node):  # the compile killed its process (a crash, out of memory)
+                            outcome, files = job_module.Outcome(
+                                job.variant_id, job.target, 0.0,
+                                f"the compile process on node {node.name} died ({type(error).__name__}): a crash "
+                                "inside Triton, MLIR or LLVM, or out of memory; build it here with -j 1 to see its "
+                                "last output"), {}
+                            done += 1
+                            if report is not None:
+                                report(done, len(pending), outcome)
+                            failures.append(outcome)
+                            continue
+                        if node in nodes:  # the node is lost: another node compiles it
                             nodes.remove(node)
                             left = sum(1 for _, on in running.values() if on == node) + 1
                             self.say(f"--cluster: node {node.name} was lost; its {left} job(s) under way go to "
@@ -192,6 +210,16 @@ class Cluster:
 
     def _alive(self, node):
         return any(entry["NodeID"] == node.node_id and entry.get("Alive") for entry in self.ray.nodes())
+
+    def _still_alive(self, node, seconds=NODE_DEATH_SECONDS):
+        """Whether `node` is alive `seconds` after one of its tasks failed (Ray takes a moment to mark a
+        lost node dead, and a task on it may fail first)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not self._alive(node):
+                return False
+            time.sleep(0.25)
+        return self._alive(node)
 
     @staticmethod
     def _write(job, outcome, files, node):

@@ -3,10 +3,11 @@
 # coordinator (tuner.Coordinator) is the same: a RayWorker answers its requests as tune_worker's
 # protocol does, one candidate per actor call, so that a candidate that kills its actor is known.
 import os
-import queue
 import socket
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 from ..compile.cluster import Cluster
 from ..errors import TaotError
@@ -38,8 +39,11 @@ class TuneActor:
                 self.session.measure(request["measure"], request["candidates"], request.get("best"))
             elif "final" in request:
                 self.session.final(request["final"], request["leaders"], request["rounds"])
-            elif "verify" in request:
-                self.backend.load_table(request["verify"])
+            elif "verify" in request:  # the table was written on the coordinator's machine: its text came along
+                with tempfile.TemporaryDirectory(prefix="taot-tune-verify-") as folder:
+                    table = Path(folder) / Path(request["verify"]).name
+                    table.write_text(request["table_text"])
+                    self.backend.load_table(str(table))
                 self.out.append({"verified": [[task, self.backend.choose(self.shapes[task])]
                                               for task, _ in request["tasks"]]})
         except self.backend.FatalError as error:
@@ -65,6 +69,8 @@ class RayWorker:
         threading.Thread(target=self._run, args=(self.process, {"ready": True}), daemon=True).start()
 
     def send(self, request):
+        if "verify" in request:
+            request = dict(request, table_text=Path(request["verify"]).read_text())
         threading.Thread(target=self._run, args=(self.process, request), daemon=True).start()
 
     def _run(self, incarnation, request):
@@ -81,21 +87,31 @@ class RayWorker:
                     best = request.get("best")
                     for candidate in request["candidates"]:
                         post({"task": request["measure"], "start": candidate})
-                        for message in self.ray.get(actor.handle.remote(dict(request, candidates=[candidate],
-                                                                             best=best))):
+                        messages = self.ray.get(actor.handle.remote(dict(request, candidates=[candidate], best=best)))
+                        for message in messages:
                             if "measured" in message:
                                 continue
                             if message.get("status") == "ok":
                                 best = message["median_ms"] if best is None else min(best, message["median_ms"])
                             post(message)
+                        if any(message.get("fatal") for message in messages):
+                            raise _ContextLost
                     post({"measured": request["measure"]})
                 elif "quit" not in request:
-                    for message in self.ray.get(actor.handle.remote(request)):
+                    messages = self.ray.get(actor.handle.remote(request))
+                    for message in messages:
                         post(message)
-        except Exception as error:  # the actor died (its node, a crash): the coordinator restarts it
-            if not incarnation.ended:
+                    if any(message.get("fatal") for message in messages):
+                        raise _ContextLost
+        except Exception as error:  # the actor died (its node, a crash), failed, or lost its CUDA context:
+            if not incarnation.ended:  # it ends, as a worker process would; the coordinator restarts it
                 incarnation.ended = True
-                post({"exited": f"its actor ended ({type(error).__name__})"})
+                try:
+                    self.ray.kill(actor)  # (an actor left alive would keep its GPU from the next one)
+                except Exception:
+                    pass
+                why = "its CUDA context was lost" if isinstance(error, _ContextLost) else type(error).__name__
+                post({"exited": f"its actor ended ({why})"})
 
     def kill(self):
         self.ray.kill(self.process.actor)  # its requests under way fail: the exit is posted from there
@@ -106,6 +122,10 @@ class RayWorker:
 
     def poll_alive(self):
         return not self.process.ended
+
+
+class _ContextLost(Exception):
+    """The actor reported a fatal driver error: it is ended and started again, as a worker process exits."""
 
 
 class _Incarnation:

@@ -380,6 +380,8 @@ class Coordinator:
         self.total = len(shapes)
         self.device = options.device
         self.skipped = set()  # workers on another device, when options.other_devices is "skip"
+        self.ready = set()    # workers that have said they are ready (and, once, on which device)
+        self.final_worker = None
         self.started = time.monotonic()
         self.measured_now = 0   # candidates measured by this run (not by the run resumed)
         self.last_progress = self.started
@@ -451,7 +453,7 @@ class Coordinator:
                 leaders = self._leaders(task)
                 if len(leaders) <= 1:
                     self._end(task)
-                elif worker is self.workers[0]:
+                elif worker is self._final_worker():
                     plan.final_sent = True
                     return {"final": task, "leaders": leaders, "rounds": FINAL_ROUNDS}
         for task in self.pending:
@@ -469,6 +471,13 @@ class Coordinator:
                 plan.begin_sent = True
                 return {"begin": task, "skip": sorted(self.journal.tasks.get(task, {}).get("results", {}))}
         return None
+
+    def _final_worker(self):
+        """The worker every final comparison of this run goes to: the first in --gpus order that is on the
+        device tuned (chosen once: a worker restarted after a crash is the same worker)."""
+        if self.final_worker is None or self.final_worker in self.skipped:
+            self.final_worker = next((w for w in self.workers if w not in self.skipped and w in self.ready), None)
+        return self.final_worker
 
     def _leaders(self, task):
         timed = sorted((r for r in self.journal.tasks[task]["results"].values() if r["status"] == "ok"),
@@ -491,7 +500,7 @@ class Coordinator:
         self._progress(task, final=True)
 
     def _loop(self, workers, messages):
-        ready = set()
+        ready = self.ready
         while (self.pending or any(w.unit is not None for w in workers) or len(ready) < len(workers)) \
                 and not self.failure:
             try:
@@ -510,17 +519,17 @@ class Coordinator:
                                     "shape": dict(self.shapes[task]), "candidates": message["candidates"]})
                 results = self.journal.tasks[task]["results"]
                 self.plans[task].remaining = [c["id"] for c in message["candidates"] if c["id"] not in results]
-                worker.unit = None  # its filtered results follow, named by task
+                worker.unit = worker.running = None  # its filtered results follow, named by task
             elif "start" in message:
                 worker.running, worker.started_at = (message["task"], message["start"]), time.monotonic()
             elif "result" in message:
                 self._record(message)
                 worker.running = None
             elif "measured" in message:
-                worker.unit = None
+                worker.unit = worker.running = None
             elif "final" in message:
                 self._final(message["final"], message["times"])
-                worker.unit = None
+                worker.unit = worker.running = None  # (its rounds' last start has no result of its own)
             elif "error" in message:
                 where = self._unit_text(worker)
                 if not message.get("fatal") or worker.unit is None:

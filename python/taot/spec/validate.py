@@ -147,11 +147,18 @@ def validate_spec(raw, path, label, target_override=None, max_variants=DEFAULT_M
         kernels[index] = result.kernel
         enumerated[kernel.name] = result.variants
         summaries[kernel.name] = result.summary
-    if keep_variants:
+    if keep_variants or _names_may_meet(kernels):
         variants.check_unique_ids(enumerated, label)
     used = {target.name for kernel in kernels for target in kernel.targets}
     return LibrarySpec(name, tuple(target for target in targets if target.name in used), tuple(kernels), path,
                        label, variants=enumerated, summaries=summaries, device=device.used())
+
+
+def _names_may_meet(kernels):
+    """Whether two kernels' variant ids could be equal: one kernel's name followed by "_" begins another's
+    (ids are the kernel's name, "_", then tokens)."""
+    names = [kernel.name for kernel in kernels]
+    return any(other != name and other.startswith(name + "_") for name in names for other in names)
 
 
 def _identifier(node, expected):

@@ -102,8 +102,8 @@ def enumerate_variants(kernel, label, budget, max_variants, progress=None, keep=
     TooManyVariants (fast, counting only) when there are more than `budget`. `progress(kernel name,
     points so far, seconds)` is called every PROGRESS_EVERY points found and variants made.
     `keep`: the result's variants are a list; otherwise a LazyVariants that makes each variant as it
-    is iterated (`taot compile --list` of millions: memory holds 8 bytes per variant), whose ids are
-    unique by construction but not checked (a list's are)."""
+    is iterated (`taot compile --list` of millions: memory holds 8 bytes per variant), unless the
+    kernel's config values could give two variants one id (then a list, renamed as for a build)."""
     start = time.perf_counter()
     report = progress or (lambda *args: None)
     dimensions = _dimensions(kernel)
@@ -128,7 +128,7 @@ def enumerate_variants(kernel, label, budget, max_variants, progress=None, keep=
     made = LazyVariants(kernel, label, position, points,
                         lambda count: report(kernel.name, count, time.perf_counter() - start),
                         share_span=math.inf if keep else STREAM_SHARE_SPAN)
-    variants = _unique(list(made)) if keep else made
+    variants = _unique(list(made)) if keep or not _ids_unique_by_construction(kernel) else made
     sizes = tuple(sorted(((dimension.label, len(dimension.values)) for dimension in dimensions),
                          key=lambda item: -item[1]))
     summary = Summary(len(points), combinations, sizes, time.perf_counter() - start)
@@ -739,6 +739,13 @@ def _unique(variants):
             variant = replace(variant, id=shorten_id(variant.id + "_" + suffix))
         result.append(variant)
     return result
+
+
+def _ids_unique_by_construction(kernel):
+    """Whether no two variants of `kernel` can get one id: every config field's values have distinct id
+    tokens ("a-b" and "ab", or True and 1, do not). Where they may collide, enumeration keeps the
+    variants to rename the ones that meet (_unique), also for a stream."""
+    return all(len({_value_token(value) for value in field.values}) == len(field.values) for field in kernel.config)
 
 
 def check_unique_ids(variants_by_kernel, label):
