@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from ..compile.cluster import Cluster
-from ..errors import TaotError
+from ..errors import Problem, TaotError
 from .tune_worker import Screening, Session
 
 
@@ -95,14 +95,14 @@ class RayWorker:
                                 best = message["median_ms"] if best is None else min(best, message["median_ms"])
                             post(message)
                         if any(message.get("fatal") for message in messages):
-                            raise _ContextLost
+                            raise _ContextLost("a fatal driver error")
                     post({"measured": request["measure"]})
                 elif "quit" not in request:
                     messages = self.ray.get(actor.handle.remote(request))
                     for message in messages:
                         post(message)
                     if any(message.get("fatal") for message in messages):
-                        raise _ContextLost
+                        raise _ContextLost("a fatal driver error")
         except Exception as error:  # the actor died (its node, a crash), failed, or lost its CUDA context:
             if not incarnation.ended:  # it ends, as a worker process would; the coordinator restarts it
                 incarnation.ended = True
@@ -124,7 +124,7 @@ class RayWorker:
         return not self.process.ended
 
 
-class _ContextLost(Exception):
+class _ContextLost(Problem):
     """The actor reported a fatal driver error: it is ended and started again, as a worker process exits."""
 
 
