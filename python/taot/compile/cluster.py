@@ -41,13 +41,13 @@ def _import_ray():
 
 
 def _compile_remotely(job):
-    """Runs on a node: compiles `job` into a folder of its own; (outcome, {file name: bytes}, node)."""
+    """Runs on a node: compiles `job` into a folder of its own; (outcome, {file name: bytes})."""
     from ..triton_api import compiler as _  # noqa: F401  (Triton imported before the clock starts)
     with tempfile.TemporaryDirectory(prefix="taot-cluster-job-") as folder:
         outcome = job_module.run_job(dataclasses.replace(job, artifact_dir=folder))
         files = {} if outcome.error else {path.name: path.read_bytes() for path in Path(folder).iterdir()
                                           if path.is_file()}
-    return outcome, files, socket.gethostname()
+    return outcome, files
 
 
 def address_problem(address):
@@ -79,7 +79,7 @@ class Cluster:
     def __init__(self, address, triton_version=None, notice=None):
         """Connects; with `triton_version`, also finds the nodes compile jobs may run on (`nodes`)."""
         self.ray = _import_ray()
-        self.say = say = notice or (lambda line: None)
+        self.say = notice or (lambda line: None)
         _check_reachable(address)
         try:
             self.ray.init(address=address, logging_level="ERROR", log_to_driver=False)
@@ -134,7 +134,9 @@ class Cluster:
     def run(self, pending, progress=None, report=None):
         """Compiles `pending` jobs on the usable nodes, writing each result into its artifact folder.
         Returns the failed outcomes (after the first, no new job is given out). `report(done, total,
-        outcome)` as the local pool calls it. Ctrl-C cancels the tasks and raises KeyboardInterrupt."""
+        outcome)` as the local pool calls it. Tasks still under way at Ctrl-C, or after a failure, end when
+        close() disconnects (Ray ends a finished driver's tasks; ray.cancel(force=True) of tasks that were
+        completing crashed Ray 2.60's driver, one run in about eight)."""
         ray = self.ray
         remote = ray.remote(num_cpus=1, max_retries=0)(_compile_remotely)
         nodes = list(self.nodes)
@@ -155,57 +157,50 @@ class Cluster:
             running[remote.options(scheduling_strategy=self._pinned(node.node_id)).remote(job)] = (job, node)
 
         failures, done = [], 0
-        try:
-            for job in pending:
-                submit(job)
-            while running:
-                finished, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
-                for ref in finished:
-                    job, node = running.pop(ref)
-                    try:
-                        outcome, files, _host = ray.get(ref)
-                    except (ray.exceptions.RayTaskError,) as error:
-                        outcome, files = job_module.Outcome(job.variant_id, job.target, 0.0,
-                                                            f"on node {node.name}: {error}"), {}
-                    except Exception as error:  # the node or its worker died
-                        if self._still_alive(node):  # the compile killed its process (a crash, out of memory)
-                            outcome, files = job_module.Outcome(
-                                job.variant_id, job.target, 0.0,
-                                f"the compile process on node {node.name} died ({type(error).__name__}): a crash "
-                                "inside Triton, MLIR or LLVM, or out of memory; build it here with -j 1 to see its "
-                                "last output"), {}
-                            done += 1
-                            if report is not None:
-                                report(done, len(pending), outcome)
-                            failures.append(outcome)
-                            continue
-                        if node in nodes:  # the node is lost: another node compiles it
-                            nodes.remove(node)
-                            left = sum(1 for _, on in running.values() if on == node) + 1
-                            self.say(f"--cluster: node {node.name} was lost; its {left} job(s) under way go to "
-                                     f"{len(nodes)} other node(s)")
-                        key = (job.variant_id, job.target)
-                        losses[key] = losses.get(key, 0) + 1
-                        if not nodes or losses[key] > JOB_RETRIES:
-                            raise TaotError(f"{job.variant_id} ({job.target}): lost on {losses[key]} node(s), "
-                                            f"last {node.name}: {type(error).__name__}: {error}") from None
-                        submit(job)
-                        continue
-                    if outcome.error is None:
-                        outcome = self._write(job, outcome, files, node)
-                    done += 1
-                    if report is not None:
-                        report(done, len(pending), outcome)
-                    if outcome.error is not None:
+        for job in pending:
+            submit(job)
+        while running:
+            finished, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
+            for ref in finished:
+                job, node = running.pop(ref)
+                try:
+                    outcome, files = ray.get(ref)
+                except (ray.exceptions.RayTaskError,) as error:
+                    outcome, files = job_module.Outcome(job.variant_id, job.target, 0.0,
+                                                        f"on node {node.name}: {error}"), {}
+                except Exception as error:  # the node or its worker died
+                    if self._still_alive(node):  # the compile killed its process (a crash, out of memory)
+                        outcome, files = job_module.Outcome(
+                            job.variant_id, job.target, 0.0,
+                            f"the compile process on node {node.name} died ({type(error).__name__}): a crash "
+                            "inside Triton, MLIR or LLVM, or out of memory; build it here with -j 1 to see its "
+                            "last output"), {}
+                        done += 1
+                        if report is not None:
+                            report(done, len(pending), outcome)
                         failures.append(outcome)
-                if failures:
-                    for ref in running:
-                        ray.cancel(ref, force=True)
-                    running.clear()
-        except KeyboardInterrupt:
-            for ref in running:
-                ray.cancel(ref, force=True)
-            raise
+                        continue
+                    if node in nodes:  # the node is lost: another node compiles it
+                        nodes.remove(node)
+                        left = sum(1 for _, on in running.values() if on == node) + 1
+                        self.say(f"--cluster: node {node.name} was lost; its {left} job(s) under way go to "
+                                 f"{len(nodes)} other node(s)")
+                    key = (job.variant_id, job.target)
+                    losses[key] = losses.get(key, 0) + 1
+                    if not nodes or losses[key] > JOB_RETRIES:
+                        raise TaotError(f"{job.variant_id} ({job.target}): lost on {losses[key]} node(s), "
+                                        f"last {node.name}: {type(error).__name__}: {error}") from None
+                    submit(job)
+                    continue
+                if outcome.error is None:
+                    outcome = self._write(job, outcome, files, node)
+                done += 1
+                if report is not None:
+                    report(done, len(pending), outcome)
+                if outcome.error is not None:
+                    failures.append(outcome)
+            if failures:
+                running.clear()  # (their tasks end with the connection: close())
         return failures
 
     def _alive(self, node):

@@ -32,24 +32,13 @@ class TuneActor:
     def handle(self, request):
         """The messages tune_worker would print for `request`."""
         self.out.clear()
-        try:
-            if "begin" in request:
-                self.session.begin(request["begin"], set(request.get("skip", ())))
-            elif "measure" in request:
-                self.session.measure(request["measure"], request["candidates"], request.get("best"))
-            elif "final" in request:
-                self.session.final(request["final"], request["leaders"], request["rounds"])
-            elif "verify" in request:  # the table was written on the coordinator's machine: its text came along
-                with tempfile.TemporaryDirectory(prefix="taot-tune-verify-") as folder:
-                    table = Path(folder) / Path(request["verify"]).name
-                    table.write_text(request["table_text"])
-                    self.backend.load_table(str(table))
-                self.out.append({"verified": [[task, self.backend.choose(self.shapes[task])]
-                                              for task, _ in request["tasks"]]})
-        except self.backend.FatalError as error:
-            self.out.append({"error": str(error), "fatal": True})
-        except TaotError as error:
-            self.out.append({"error": str(error)})
+        if "verify" in request:  # the table was written on the coordinator's machine: its text came along
+            with tempfile.TemporaryDirectory(prefix="taot-tune-verify-") as folder:
+                table = Path(folder) / Path(request["verify"]).name
+                table.write_text(request["table_text"])
+                self.session.answer(dict(request, verify=str(table)))
+        else:
+            self.session.answer(request)
         return list(self.out)
 
 
@@ -119,9 +108,6 @@ class RayWorker:
     def stop(self):
         self.process.ended = True
         self.ray.kill(self.process.actor)
-
-    def poll_alive(self):
-        return not self.process.ended
 
 
 class _ContextLost(Problem):

@@ -82,6 +82,30 @@ class Session:
             self.emit({"task": task, "result": candidate.id, **outcome})
         self.emit({"measured": task})
 
+    def answer(self, request):
+        """Answers one request (not quit) with its messages; False when the CUDA context was lost (the
+        error is said, and the worker must end), True otherwise."""
+        try:
+            if "verify" in request:
+                try:
+                    self.backend.load_table(request["verify"])
+                    self.emit({"verified": [[task, self.backend.choose(self.shapes[task])]
+                                            for task, _ in request["tasks"]]})
+                except Exception as error:  # any failure of the check is reported, not a crash
+                    self.emit({"error": f"{type(error).__name__}: {error}"})
+            elif "begin" in request:
+                self.begin(request["begin"], set(request.get("skip", ())))
+            elif "measure" in request:
+                self.measure(request["measure"], request["candidates"], request.get("best"))
+            elif "final" in request:
+                self.final(request["final"], request["leaders"], request["rounds"])
+        except self.backend.FatalError as error:
+            self.emit({"error": str(error), "fatal": True})
+            return False
+        except TaotError as error:
+            self.emit({"error": str(error)})
+        return True
+
     def final(self, task, ids, rounds):
         """Each leader timed once per round, in turn, so that a clock or temperature change between
         rounds reaches them all alike; a leader's time is the median of its round medians."""
@@ -119,25 +143,8 @@ def serve(backend, shapes, screening, read=sys.stdin, write=sys.stdout):
         request = json.loads(line)
         if request.get("quit"):
             return 0
-        if "verify" in request:
-            try:
-                backend.load_table(request["verify"])
-                emit({"verified": [[task, backend.choose(shapes[task])] for task, _ in request["tasks"]]})
-            except Exception as error:  # any failure of the check is reported, not a crash
-                emit({"error": f"{type(error).__name__}: {error}"})
-            continue
-        try:
-            if "begin" in request:
-                session.begin(request["begin"], set(request.get("skip", ())))
-            elif "measure" in request:
-                session.measure(request["measure"], request["candidates"], request.get("best"))
-            elif "final" in request:
-                session.final(request["final"], request["leaders"], request["rounds"])
-        except backend.FatalError as error:  # the context is broken: report and let the coordinator restart us
-            emit({"error": str(error), "fatal": True})
-            return 3
-        except TaotError as error:
-            emit({"error": str(error)})
+        if not session.answer(request):
+            return 3  # the context is broken: the coordinator restarts us
     return 0
 
 
