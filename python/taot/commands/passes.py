@@ -125,18 +125,29 @@ def _run_steps(run_state, steps, output, arguments):
     width = max(2, len(str(len(steps))))
     report = dict(run_state.describe(), output=str(output), steps=[], files=[], final=None, failed=None)
 
-    def write(name, text):
+    def save_report():
+        write_atomically(output / SUMMARY, (json.dumps(report, indent=2) + "\n").encode())
+
+    def keep(name, text, step=None):
+        """Write file `name`, then the report listing it (and `step`); when the report cannot be
+        written (a full disk), the file goes again, so that passes.json lists exactly the files there."""
         if (output / name).resolve() == run_state.path.resolve():
             raise TaotError(f"-o {output}: writing {name} there would replace {run_state.path}, the IR being read; "
                             f"choose another folder")
         write_atomically(output / name, text.encode())
         report["files"].append(name)
+        if step:
+            report["steps"].append(step)
+        try:
+            save_report()
+        except OSError:
+            report["files"].pop()
+            if step:
+                report["steps"].pop()
+            (output / name).unlink(missing_ok=True)
+            raise
 
-    def save_report():
-        write_atomically(output / SUMMARY, (json.dumps(report, indent=2) + "\n").encode())
-
-    write(f"{0:0{width}d}-input.{run_state.extension}", run_state.text)
-    save_report()
+    keep(f"{0:0{width}d}-input.{run_state.extension}", run_state.text)
     progress = None if arguments.quiet else _Progress(sys.stderr, len(steps))
     try:
         for position, step in enumerate(steps, 1):
@@ -149,15 +160,14 @@ def _run_steps(run_state, steps, output, arguments):
                 save_report()
                 raise PassFailed(step, failure.diagnostics, before_file=output / report["files"][-1]) from None
             file_name = f"{position:0{width}d}-{step.name}.{run_state.extension}"
-            write(file_name, result.text)
-            report["steps"].append(dict(result.as_json(), step=position, file=file_name))
-            save_report()
+            keep(file_name, result.text, dict(result.as_json(), step=position, file=file_name))
     finally:
         if progress:
             progress.finish()
-    report["final"] = f"final.{run_state.extension}"
-    write(report["final"], run_state.text)
+    final = f"final.{run_state.extension}"
     report["metadata"] = json_safe(run_state.metadata)
+    keep(final, run_state.text)
+    report["final"] = final
     save_report()
     return report
 
