@@ -623,6 +623,8 @@ class Renderer {
       case ImageField::target: return c_string_literal(image.target);
       case ImageField::arch: return number(image.arch);
       case ImageField::arch_specific: return boolean(image.arch_specific);
+      case ImageField::vendor: return std::string("taot::table::Vendor::") + table::vendor_name(image.vendor);
+      case ImageField::warp_size: return number(image.warp_size);
       case ImageField::cubin: return fmt::format("::{}::detail::cubin_{}", manifest_.library, cubin);
       case ImageField::cubin_size: return number(cubins_[cubin].bytes.size());
       case ImageField::function_name: return c_string_literal(image.function_name);

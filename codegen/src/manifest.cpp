@@ -959,6 +959,7 @@ class ManifestParser {
     }
     image.arch = static_cast<std::uint16_t>(reader_.get_unsigned(object, "arch", path, kMaxU16));
     image.arch_specific = reader_.get_bool(object, "arch_specific", path);
+    read_vendor(image, object, path);
     image.dir = reader_.get_string(object, "dir", path);
     image.cubin = reader_.get_string(object, "cubin", path);
     image.cubin_sha256 = reader_.get_string(object, "cubin_sha256", path);
@@ -1004,6 +1005,32 @@ class ManifestParser {
     image.cubin_path = manifest_.directory / image.cubin;
     if (options_.verify_cubins) verify_cubin(image, child(path, "cubin"));
     return image;
+  }
+
+  // "vendor" ("nvidia" or "amd") and "warp_size" (32 or 64), both optional: a manifest written
+  // before AMD targets means nvidia, and a warp of 32 (64 for an amd image that does not say).
+  void read_vendor(Image& image, const json* object, const std::string& path) {
+    if (object == nullptr || reader_.failed()) return;
+    if (const auto found = object->find("vendor"); found != object->end()) {
+      const std::string vendor = reader_.string_value(&*found, child(path, "vendor"));
+      if (reader_.failed()) return;
+      if (vendor == "amd") {
+        image.vendor = table::Vendor::amd;
+      } else if (vendor != "nvidia") {
+        reader_.fail(child(path, "vendor"), "expected \"nvidia\" or \"amd\", got " + describe(*found));
+        return;
+      }
+    }
+    image.warp_size = image.vendor == table::Vendor::amd ? 64 : 32;
+    if (const auto found = object->find("warp_size"); found != object->end()) {
+      const auto warp_size = reader_.unsigned_value(&*found, child(path, "warp_size"), kMaxU16);
+      if (reader_.failed()) return;
+      if (warp_size != 32 && warp_size != 64) {
+        reader_.fail(child(path, "warp_size"), fmt::format("expected 32 or 64, got {}", warp_size));
+        return;
+      }
+      image.warp_size = static_cast<std::uint16_t>(warp_size);
+    }
   }
 
   // "ptxas" (optional): {"registers", "spill_stores", "spill_loads", "stack"}.
@@ -1069,10 +1096,10 @@ class ManifestParser {
     read.sha256 = reader_.get_string(entry, "sha256", entry_path);
     read.file = reader_.get_string(entry, "file", entry_path);
     if (reader_.failed()) return;
-    static constexpr std::string_view kStages[] = {"ttir", "ttgir", "llir", "ptx", "cubin"};
+    static constexpr std::string_view kStages[] = {"ttir", "ttgir", "llir", "ptx", "cubin", "amdgcn", "hsaco"};
     if (std::find(std::begin(kStages), std::end(kStages), read.stage) == std::end(kStages)) {
-      reader_.fail(child(entry_path, "stage"),
-                   fmt::format("expected one of ttir, ttgir, llir, ptx, cubin, got {}", json(read.stage).dump()));
+      reader_.fail(child(entry_path, "stage"), fmt::format("expected one of ttir, ttgir, llir, ptx, cubin, amdgcn, "
+                                                           "hsaco, got {}", json(read.stage).dump()));
       return;
     }
     if (!is_sha256(read.sha256)) {

@@ -61,6 +61,7 @@ nb::list variants(const Kernel& kernel) {
       launch_abi["scratch_pointers"] = abi::kScratchPointers;
       facts["launch_abi"] = launch_abi;
       facts["min_driver"] = toolchain::min_driver_for_ptxas(image.ptxas_version);
+      facts["vendor"] = table::vendor_name(image.vendor);
       images.append(facts);
     }
     entry["images"] = images;

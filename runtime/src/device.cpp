@@ -10,7 +10,7 @@ namespace taot::detail {
 namespace {
 
 Expected<DeviceFacts> query(const driver::Api& api, CUdevice device) {
-  DeviceFacts facts{device, 0, 0, 0, {}};
+  DeviceFacts facts{device, 0, 0, 0, {}, table::Vendor::nvidia, {}};
   int major = 0, minor = 0;
   CUresult result = api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
   if (result == CUDA_SUCCESS)
@@ -24,10 +24,24 @@ Expected<DeviceFacts> query(const driver::Api& api, CUdevice device) {
   return facts;
 }
 
-// Facts per (driver generation, device), kept for the life of the process.
+Expected<DeviceFacts> query_hip(const hip::Api& api, hip::hipDevice_t device) {
+  DeviceFacts facts{device, 0, 0, 0, {}, table::Vendor::amd, {}};
+  const hip::hipError_t result =
+      api.hipDeviceGetAttribute(&facts.multiprocessors, hip::hipDeviceAttributeMultiprocessorCount, device);
+  if (result != hip::hipSuccess) return hip::call_error(api, "hipDeviceGetAttribute", result);
+  Expected<std::string> gfx = hip::device_gfx_name(api, device);
+  if (!gfx.ok()) return std::move(gfx).take_status();
+  facts.gfx = std::move(gfx).value();
+  char name[256] = {};
+  if (api.hipDeviceGetName(name, sizeof(name) - 1, device) == hip::hipSuccess) facts.name = name;
+  return facts;
+}
+
+// Facts per (driver generation, device), kept for the life of the process; HIP devices apart.
 struct Registry {
   std::mutex mutex;
   std::map<std::pair<std::uint64_t, CUdevice>, std::unique_ptr<DeviceFacts>> devices;
+  std::map<std::pair<std::uint64_t, hip::hipDevice_t>, std::unique_ptr<DeviceFacts>> hip_devices;
   std::uint32_t made = 0;  // records made so far (their ordinals)
 };
 
@@ -65,6 +79,31 @@ Expected<const DeviceFacts*> device_facts(const driver::Api& api, CUcontext cont
   remembered_devices[next_slot] = RememberedDevice{generation, context, facts};
   next_slot = (next_slot + 1) % kRememberedDevices;
   return facts;
+}
+
+Expected<const DeviceFacts*> hip_device_facts(const hip::Api& api, hip::hipDevice_t device) {
+  const std::uint64_t generation = hip::generation.load(std::memory_order_acquire);
+  // The device this thread asked about last, so that a repeat takes no lock.
+  thread_local std::uint64_t last_generation = ~std::uint64_t{0};
+  thread_local hip::hipDevice_t last_device = -1;
+  thread_local const DeviceFacts* last_facts = nullptr;
+  if (last_facts != nullptr && last_generation == generation && last_device == device) return last_facts;
+  Registry& known = registry();
+  std::lock_guard<std::mutex> lock(known.mutex);
+  std::unique_ptr<DeviceFacts>& slot = known.hip_devices[{generation, device}];
+  if (slot == nullptr) {
+    Expected<DeviceFacts> queried = query_hip(api, device);
+    if (!queried.ok()) {
+      known.hip_devices.erase({generation, device});
+      return std::move(queried).take_status();
+    }
+    slot = std::make_unique<DeviceFacts>(std::move(queried).value());
+    slot->ordinal = ++known.made;
+  }
+  last_generation = generation;
+  last_device = device;
+  last_facts = slot.get();
+  return slot.get();
 }
 
 }  // namespace taot::detail

@@ -42,7 +42,8 @@ bool uniform_images(const table::KernelTable& table) {
     for (std::uint16_t i = 0; i < variant.image_count; ++i) {
       const table::Image& a = variant.images[i];
       const table::Image& b = first.images[i];
-      if (a.arch != b.arch || a.arch_specific != b.arch_specific) return false;
+      if (a.vendor != b.vendor || a.arch != b.arch || a.arch_specific != b.arch_specific) return false;
+      if (a.vendor == table::Vendor::amd && std::string_view(a.target) != b.target) return false;
     }
   }
   return true;
@@ -62,6 +63,7 @@ std::string targets_text(const table::KernelTable& table) {
 }
 
 std::string device_text(const DeviceFacts& device) {
+  if (device.vendor == table::Vendor::amd) return device.name + ", " + device.gfx;
   return device.name + ", sm_" + std::to_string(device.arch);
 }
 
@@ -145,21 +147,37 @@ Expected<FactIndex> FactIndex::build(const table::KernelTable& table) {
     index.dtype_slots_.push_back(slots);
   }
   if (!uniform_images(table)) {
-    // Every arch that may run some image: each minor of each major an image was built for.
+    // Every NVIDIA arch that may run some image (each minor of each major an image was built for),
+    // and every AMD image's gfx name.
     for (std::uint32_t v = 0; v < table.variant_count; ++v)
       for (std::uint16_t i = 0; i < table.variants[v].image_count; ++i) {
-        const int major = table.variants[v].images[i].arch / 10;
+        const table::Image& image = table.variants[v].images[i];
+        if (image.vendor == table::Vendor::amd) {
+          if (std::find(index.gfx_classes_.begin(), index.gfx_classes_.end(), image.target) ==
+              index.gfx_classes_.end())
+            index.gfx_classes_.emplace_back(image.target);
+          continue;
+        }
+        const int major = image.arch / 10;
         for (int minor = 0; minor < 10; ++minor)
           if (std::find(index.arch_classes_.begin(), index.arch_classes_.end(), major * 10 + minor) ==
               index.arch_classes_.end())
             index.arch_classes_.push_back(major * 10 + minor);
       }
-    index.runnable_masks_.assign((index.arch_classes_.size() + 1) * index.words_, 0);
-    for (std::size_t c = 0; c < index.arch_classes_.size(); ++c)
+    index.runnable_masks_.assign((index.device_classes() + 1) * index.words_, 0);
+    for (std::size_t c = 0; c < index.device_classes(); ++c) {
+      DeviceFacts device{};
+      if (c < index.arch_classes_.size()) {
+        device.arch = index.arch_classes_[c];
+      } else {
+        device.vendor = table::Vendor::amd;
+        device.gfx = index.gfx_classes_[c - index.arch_classes_.size()];
+      }
       for (std::uint32_t v = 0; v < table.variant_count; ++v)
-        if (pick_image(table.variants[v], index.arch_classes_[c]) != nullptr)
+        if (pick_image(table.variants[v], device) != nullptr)
           set_bit(&index.runnable_masks_[c * index.words_], index.position_[v]);
-    if (memo_size <= kMaxMemo) memo_size *= index.arch_classes_.size() + 1;
+    }
+    if (memo_size <= kMaxMemo) memo_size *= index.device_classes() + 1;
     index.device_aware_ = true;
   }
   if (memo_size <= kMaxMemo) {
@@ -168,7 +186,7 @@ Expected<FactIndex> FactIndex::build(const table::KernelTable& table) {
     // The digits, last argument first: pointers (without None variants), then ints, inline
     // while they fit; every other argument whose facts vary in other_terms_.
     std::vector<FactTerm> pointers, ints;
-    std::size_t weight = index.arch_classes_.empty() ? 1 : index.arch_classes_.size() + 1;
+    std::size_t weight = index.device_aware_ ? index.device_classes() + 1 : 1;
     for (std::size_t a = table.arg_count; a-- > 0;) {
       const table::Arg& arg = table.args[a];
       const auto index_of = static_cast<std::uint16_t>(a);

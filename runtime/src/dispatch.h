@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arg_kinds.h"
@@ -92,12 +93,14 @@ class FactIndex {
   const std::uint64_t* fact_mask(std::size_t arg_index, int fact) const noexcept {
     return &fact_masks_[(arg_fact_offset_[arg_index] + static_cast<std::size_t>(fact)) * words_];
   }
-  // The index of `arch` in arch_classes_, or arch_classes_.size() when no variant runs there.
-  std::size_t arch_class(int arch) const noexcept;
+  // The class of `device`: the index of its arch in arch_classes_ (NVIDIA), or arch_classes_.size()
+  // plus that of its gfx name in gfx_classes_ (AMD); device_classes() when no variant runs there.
+  std::size_t device_class(const DeviceFacts& device) const noexcept;
+  std::size_t device_classes() const noexcept { return arch_classes_.size() + gfx_classes_.size(); }
   // The variants `device` runs, for a device-aware index and a known device; else null (all).
   const std::uint64_t* runnable(const DeviceFacts* device) const noexcept {
     if (!device_aware_ || device == nullptr) return nullptr;
-    return &runnable_masks_[arch_class(device->arch) * words_];
+    return &runnable_masks_[device_class(*device) * words_];
   }
   // Selection by bitsets, without the memo.
   Expected<std::size_t> select_by_masks(const taot_arg* args, const Selection& selection,
@@ -151,20 +154,23 @@ class FactIndex {
   std::vector<std::uint64_t> value_masks_;
   // Per argument, the slot of each taot_dtype value in the argument's type list (-1: none).
   std::vector<DtypeSlots> dtype_slots_;
-  // Device-aware indexes only (else empty): every arch a device may have that some variant runs
-  // (each minor of each major an image was built for), and per arch class the variants with an
-  // image that arch runs (pick_image), then an all-zero mask for every other arch.
+  // Device-aware indexes only (else empty): every arch an NVIDIA device may have that some variant
+  // runs (each minor of each major an image was built for), every gfx name of an AMD image, and per
+  // class (arch classes, then gfx classes) the variants with an image such a device runs
+  // (pick_image), then an all-zero mask for every other device.
   std::vector<int> arch_classes_;
+  std::vector<std::string> gfx_classes_;
   std::vector<std::uint64_t> runnable_masks_;
 };
 
-// The image of `variant` a device of compute capability `arch` runs: an exact match first, else
-// the newest portable (not arch-specific) image of the same major version that is not newer than
-// the device; null when there is none.
+// The image of `variant` an NVIDIA device of compute capability `arch` runs: an exact match
+// first, else the newest portable (not arch-specific) image of the same major version that is not
+// newer than the device; null when there is none. AMD images are passed over.
 inline const table::Image* pick_image(const table::Variant& variant, int arch) noexcept {
   const table::Image* best = nullptr;
   for (std::uint16_t i = 0; i < variant.image_count; ++i) {
     const table::Image& image = variant.images[i];
+    if (image.vendor != table::Vendor::nvidia) continue;
     if (image.arch == arch) return &image;
     const bool compatible = !image.arch_specific && image.arch / 10 == arch / 10 && image.arch < arch;
     if (compatible && (best == nullptr || image.arch > best->arch)) best = &image;
@@ -172,10 +178,29 @@ inline const table::Image* pick_image(const table::Variant& variant, int arch) n
   return best;
 }
 
-inline std::size_t FactIndex::arch_class(int arch) const noexcept {
+// The image of `variant` an AMD device whose gfx name (without feature suffix) is `gfx` runs: the
+// one built for that target; null when there is none.
+inline const table::Image* pick_amd_image(const table::Variant& variant, std::string_view gfx) noexcept {
+  for (std::uint16_t i = 0; i < variant.image_count; ++i) {
+    const table::Image& image = variant.images[i];
+    if (image.vendor == table::Vendor::amd && gfx == image.target) return &image;
+  }
+  return nullptr;
+}
+
+// The image of `variant` that `device` runs, by its vendor's rule; null when there is none.
+inline const table::Image* pick_image(const table::Variant& variant, const DeviceFacts& device) noexcept {
+  return device.vendor == table::Vendor::amd ? pick_amd_image(variant, device.gfx) : pick_image(variant, device.arch);
+}
+
+inline std::size_t FactIndex::device_class(const DeviceFacts& device) const noexcept {
   std::size_t c = 0;
-  while (c < arch_classes_.size() && arch_classes_[c] != arch) ++c;
-  return c;
+  if (TAOT_LIKELY(device.vendor == table::Vendor::nvidia)) {
+    while (c < arch_classes_.size() && arch_classes_[c] != device.arch) ++c;
+    return c == arch_classes_.size() ? device_classes() : c;
+  }
+  while (c < gfx_classes_.size() && gfx_classes_[c] != device.gfx) ++c;
+  return arch_classes_.size() + c;
 }
 
 inline std::int64_t FactIndex::memoized(const taot_arg* args, std::size_t arg_count, const Selection& selection,
@@ -204,7 +229,7 @@ inline bool FactIndex::memo_key(const taot_arg* args, const DeviceFacts* device,
   if (TAOT_UNLIKELY(has_other_terms_) && !other_facts(args, &slot)) return false;
   if (TAOT_UNLIKELY(device_aware_)) {
     if (device == nullptr) return false;  // no device to select for: not memoized
-    slot += arch_class(device->arch);
+    slot += device_class(*device);
   }
   *key = slot;
   return true;

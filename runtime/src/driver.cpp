@@ -8,6 +8,7 @@
 #include <string>
 
 #include "context_state.h"
+#include "taot/hip_api.h"
 
 namespace taot::driver {
 namespace {
@@ -53,11 +54,15 @@ Loaded load_real_driver() {
 Expected<const Api*> get() {
   if (const Api* api = active_api.load(std::memory_order_acquire)) return api;
   if (const Api* api = installed_api.load(std::memory_order_acquire)) return api;
+  if (hip::installed_for_testing() != nullptr)
+    return Status::error(TAOT_NO_DRIVER, "a HIP table is installed for testing: HIP is the driver in use");
   static const Loaded real = load_real_driver();
   if (!real.failure.ok()) return Status::error(real.failure.code(), real.failure.message(), real.failure.cuda_result());
   active_api.store(&real.api, std::memory_order_release);
   return &real.api;
 }
+
+const Api* installed_for_testing() noexcept { return installed_api.load(std::memory_order_acquire); }
 
 void install_for_testing(const Api* api) {
   generation.fetch_add(1, std::memory_order_acq_rel);

@@ -2,7 +2,8 @@
 // the grid and launch with the trailing scratch pointers every Triton kernel takes (buffers from
 // the scratch pool when the kernel needs them) and host-side tensor descriptors expanded in the
 // image's launch ABI (TMA maps on sm_90), through cuLaunchKernelEx for clusters, cooperative
-// grids, PDL.
+// grids, PDL. Where HIP is the driver in use (an AMD GPU), the function, scratch and the launch
+// call go through hip_launch.h; selection, grids and parameters are the same.
 #include <array>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "config_fields.h"
 #include "dispatch.h"
 #include "grid.h"
+#include "hip_launch.h"
 #include "kernel_state.h"
 #include "module_cache.h"
 #include "observer.h"
@@ -23,6 +25,7 @@
 #include "scratch.h"
 #include "tensordesc.h"
 #include "taot/driver_api.h"
+#include "taot/hip_api.h"
 #include "taot/launch_abi.h"
 #include "taot/toolchain.h"
 #include "taot/runtime.h"
@@ -240,7 +243,7 @@ Expected<LoadedFunction*> load_function(const driver::Api& api, const FactIndex&
     if (result != CUDA_SUCCESS) return fail(driver::call_error(api, "cuFuncSetAttribute", result));
   }
   auto* loaded = new LoadedFunction{context.handle, function};
-  loaded->block_threads = 32u * image->num_warps;
+  loaded->block_threads = block_threads_of(*image);
   loaded->shared_bytes = image->shared_bytes;
   loaded->num_ctas = image->num_ctas;
   loaded->scratch = image->global_scratch_size > 0 || image->profile_scratch_size > 0;
@@ -384,8 +387,17 @@ __attribute__((always_inline)) inline const DeviceFacts* remembered_device(const
 // The current context and its device's facts: as this thread remembers them, else asked of the
 // driver (device_facts), which may fail. Without a driver or a current context: an error when
 // `required` (a launch), else `*device` left empty (a choice made without the device).
+// Where HIP is the driver in use (`*api` stays null), the current HIP device and its facts.
 Status resolve_device(const driver::Api** api, const FactIndex& index, bool required, LaunchDevice* device) {
-  if (Status status = load_driver(api); !status.ok()) return required ? std::move(status) : Status();
+  if (Status status = load_driver(api); !status.ok()) {
+    const hip::Api* hip_api = hip::in_use();
+    if (hip_api == nullptr) return required ? std::move(status) : Status();
+    Expected<HipPlace> place = current_hip_place(*hip_api);
+    if (!place.ok()) return required ? std::move(place).take_status().with_context(index.qualified_name()) : Status();
+    device->context = place->ref.handle;
+    device->facts = place->facts;
+    return Status();
+  }
   if ((*api)->cuCtxGetCurrent(&device->context) != CUDA_SUCCESS || device->context == nullptr) {
     device->context = nullptr;
     if (!required) return Status();
@@ -643,6 +655,43 @@ __attribute__((always_inline)) inline void record_launch(const LoadedFunction& l
   launched.context_state->last_launch.store(launched.launch_name, std::memory_order_relaxed);
 }
 
+// The function of `variant_index` on the HIP place `place`: lock-free when loaded, else loaded
+// exactly once (load_hip_function).
+Expected<LoadedFunction*> hip_function_for(const hip::Api& api, KernelState& state, std::size_t variant_index,
+                                           const HipPlace& place) {
+  std::atomic<LoadedFunction*>& head = state.plans[variant_index].functions;
+  if (LoadedFunction* loaded = find_function(head, place.ref.id)) return loaded;
+  std::lock_guard<std::mutex> lock(ModuleCache::instance().mutex());
+  if (LoadedFunction* loaded = find_function(head, place.ref.id)) return loaded;
+  Expected<LoadedFunction*> loaded = load_hip_function(api, state.index, state.index.table().variants[variant_index], place);
+  if (!loaded.ok()) return loaded;
+  (*loaded)->next = head.load(std::memory_order_relaxed);
+  head.store(*loaded, std::memory_order_release);
+  return loaded;
+}
+
+// Steps 4 to 8 where HIP is the driver in use: the function on the current HIP device, the
+// parameters packed as on CUDA (the call arguments in the variant's order, then the two scratch
+// pointers), the observer, and the launch with scratch (launch_hip_function). `stream` is a
+// hipStream_t.
+Status launch_with_hip(const hip::Api& api, KernelState& state, const Choice& choice,
+                       const std::array<std::int64_t, 3>& grid, CUstream stream, const taot_arg* args,
+                       std::size_t arg_count, taot_kernel* kernel) {
+  const std::size_t selected = choice.variant;
+  Expected<HipPlace> place = current_hip_place(api);
+  if (!place.ok()) return std::move(place).take_status().with_context(state.index.qualified_name());
+  Expected<LoadedFunction*> function = hip_function_for(api, state, selected, *place);
+  if (!function.ok()) return std::move(function).take_status();
+  LaunchScratch scratch;
+  LaunchParams params;
+  static const driver::Api kNoCudaDriver{};  // AMD images take descriptors decomposed: no TMA map is made
+  if (Status status = launch_params(kNoCudaDriver, state, selected, **function, args, &scratch, &params); !status.ok())
+    return status;
+  const ObservedLaunch observed(state.index.table(), choice, grid, stream, args, arg_count, kernel);
+  return observed.end(launch_hip_function(api, **function, *(*function)->launch_name, grid, stream, params.data,
+                                          &scratch.global, &scratch.profile));
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -834,6 +883,9 @@ Status Kernel::launch_any(CUstream stream, const taot_arg* args, std::size_t arg
     return status;
   if (detail::empty_grid(grid)) return Status();  // nothing to launch
   const std::size_t selected = choice.variant;
+  if (api == nullptr)  // steps 4 to 8 on HIP where it is the driver in use (docs/runtime.md, "Two drivers")
+    if (const hip::Api* hip_api = hip::in_use())
+      return detail::launch_with_hip(*hip_api, state, choice, grid, stream, args, arg_count, handle());
 
   // 4. The function, with its clusters: programs of a cluster kernel are clusters of num_ctas
   // blocks along x (Triton 3.6).
@@ -869,24 +921,39 @@ Status Kernel::launch_any(CUstream stream, const taot_arg* args, std::size_t arg
 Status Kernel::preload() {
   Expected<detail::KernelState*> state = this->state();
   if (!state.ok()) return std::move(state).take_status();
-  Expected<const driver::Api*> api = driver::get();
-  if (!api.ok()) return std::move(api).take_status();
-  Expected<detail::ContextRef> context = detail::current_context(**api);
-  if (!context.ok()) return std::move(context).take_status().with_context((*state)->index.qualified_name());
-  // Where variants differ in their targets, those without an image for this device are left out
-  // (but one of them must have one).
+  // Where the functions go: the current context, or where HIP is the driver in use the current
+  // HIP device (whose facts are always known).
+  const hip::Api* hip_api = driver::loaded() == nullptr ? hip::in_use() : nullptr;
+  const driver::Api* api = nullptr;
+  detail::ContextRef context{};
   const detail::DeviceFacts* device = nullptr;
-  if ((*state)->index.device_aware()) {
-    Expected<const detail::DeviceFacts*> facts = detail::device_facts(**api, context->handle);
-    if (!facts.ok()) return std::move(facts).take_status().with_context((*state)->index.qualified_name());
-    device = *facts;
+  if (hip_api != nullptr) {
+    Expected<detail::HipPlace> place = detail::current_hip_place(*hip_api);
+    if (!place.ok()) return std::move(place).take_status().with_context((*state)->index.qualified_name());
+    context = place->ref;
+    device = place->facts;
+  } else {
+    Expected<const driver::Api*> loaded = driver::get();
+    if (!loaded.ok()) return std::move(loaded).take_status();
+    api = *loaded;
+    Expected<detail::ContextRef> current = detail::current_context(*api);
+    if (!current.ok()) return std::move(current).take_status().with_context((*state)->index.qualified_name());
+    context = *current;
+    if ((*state)->index.device_aware()) {
+      Expected<const detail::DeviceFacts*> facts = detail::device_facts(*api, context.handle);
+      if (!facts.ok()) return std::move(facts).take_status().with_context((*state)->index.qualified_name());
+      device = *facts;
+    }
   }
+  // Variants without an image for this device are left out (but one of them must have one).
   bool loaded_any = false;
   for (std::size_t v = 0; v < table_->variant_count; ++v) {
     const bool last = v + 1 == table_->variant_count;
-    if (device != nullptr && detail::pick_image(table_->variants[v], device->arch) == nullptr && (loaded_any || !last))
+    if (device != nullptr && detail::pick_image(table_->variants[v], *device) == nullptr && (loaded_any || !last))
       continue;
-    Expected<detail::LoadedFunction*> loaded = detail::function_for(**api, **state, *table_, v, *context);
+    Expected<detail::LoadedFunction*> loaded =
+        hip_api != nullptr ? detail::hip_function_for(*hip_api, **state, v, detail::HipPlace{context, device})
+                           : detail::function_for(*api, **state, *table_, v, context);
     if (!loaded.ok()) return std::move(loaded).take_status();
     loaded_any = true;
   }
@@ -896,9 +963,20 @@ Status Kernel::preload() {
 Status Kernel::unload() {
   detail::KernelState* state = state_.load(std::memory_order_acquire);
   if (state == nullptr) return Status();
-  Expected<const driver::Api*> api = driver::get();
-  if (!api.ok()) return std::move(api).take_status();
-  Expected<detail::ContextRef> context = detail::current_context(**api);
+  const hip::Api* hip_api = driver::loaded() == nullptr ? hip::in_use() : nullptr;
+  const driver::Api* api = nullptr;
+  if (hip_api == nullptr) {
+    Expected<const driver::Api*> loaded = driver::get();
+    if (!loaded.ok()) return std::move(loaded).take_status();
+    api = *loaded;
+  }
+  // The current context, or on HIP the current device.
+  Expected<detail::ContextRef> context = [&]() -> Expected<detail::ContextRef> {
+    if (hip_api == nullptr) return detail::current_context(*api);
+    Expected<detail::HipPlace> place = detail::current_hip_place(*hip_api);
+    if (!place.ok()) return std::move(place).take_status();
+    return place->ref;
+  }();
   if (!context.ok()) return std::move(context).take_status().with_context(state->index.qualified_name());
   std::lock_guard<std::mutex> lock(detail::ModuleCache::instance().mutex());
   Status first_failure;
@@ -909,7 +987,9 @@ Status Kernel::unload() {
     while (node != nullptr) {
       detail::LoadedFunction* next = node->next;
       if (node->context_id == context->id) {
-        Status status = detail::ModuleCache::instance().release(**api, *context, node->image->cubin);
+        Status status = hip_api != nullptr
+                            ? detail::ModuleCache::instance().release(*hip_api, context->id, node->image->cubin)
+                            : detail::ModuleCache::instance().release(*api, *context, node->image->cubin);
         if (!status.ok() && first_failure.ok()) first_failure = std::move(status);
         delete node;
       } else {

@@ -31,11 +31,13 @@ namespace taot::detail {
 // cooperative grid, PDL), with none (`attribute_count` 0) for a launch through cuLaunchKernel.
 // `context_state` and `launch_name` let a launch record itself as the context's last (one store),
 // which a later CUDA_ERROR_ASSERT names.
+// On HIP (hip_launch.h) `context` stands for the device, `function` is a hipFunction_t and
+// `context_state` is null.
 struct LoadedFunction {
   CUcontext context;
   CUfunction function;
   LoadedFunction* next = nullptr;
-  unsigned block_threads = 0;   // 32 * num_warps
+  unsigned block_threads = 0;   // num_warps * warp_size (block_threads_of)
   std::uint32_t shared_bytes = 0;
   std::uint16_t num_ctas = 1;
   bool scratch = false;         // the image takes global or profile scratch
@@ -46,6 +48,12 @@ struct LoadedFunction {
   const table::Image* image = nullptr;
   CUlaunchAttribute attributes[4] = {};
 };
+
+// The threads of a block of `image`: num_warps warps of its warp size (32 on NVIDIA, 64 on AMD's
+// gfx942/gfx950).
+inline unsigned block_threads_of(const table::Image& image) noexcept {
+  return unsigned{image.num_warps} * image.warp_size;
+}
 
 // What a launch reads of a variant, in one cache line: its functions (a list per context; see
 // LoadedFunction), its grid decoded, and its parameters (the call arguments passed, in order,

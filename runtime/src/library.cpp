@@ -106,6 +106,7 @@ taot_status taot_kernel_image(const taot_kernel* handle, size_t variant_index, s
     std::memcpy(info->cluster_dims, image.cluster_dims, sizeof info->cluster_dims);
     info->tensordesc_layout = taot::abi::tensordesc_layout_name(image.tensordesc_layout);
     info->min_driver = taot::toolchain::min_driver_for_ptxas(image.ptxas_version);
+    info->vendor = taot::table::vendor_name(image.vendor);
     return taot::Status();
   });
 }

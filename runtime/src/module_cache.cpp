@@ -29,7 +29,7 @@ Expected<CUmodule> ModuleCache::acquire(const driver::Api& api, const ContextRef
   auto found = modules_.find(key);
   if (found != modules_.end()) {
     ++found->second.references;
-    return found->second.module;
+    return static_cast<CUmodule>(found->second.module);
   }
   CUmodule module = nullptr;
   const CUresult result = api.cuModuleLoadData(&module, cubin);
@@ -42,10 +42,35 @@ Status ModuleCache::release(const driver::Api& api, const ContextRef& context, c
   auto found = modules_.find(std::make_pair(context.id, cubin));
   if (found == modules_.end()) return Status();
   if (--found->second.references > 0) return Status();
-  const CUmodule module = found->second.module;
+  const auto module = static_cast<CUmodule>(found->second.module);
   modules_.erase(found);
   const CUresult result = api.cuModuleUnload(module);
   if (result != CUDA_SUCCESS) return driver::call_error(api, "cuModuleUnload", result);
+  return Status();
+}
+
+Expected<hip::hipModule_t> ModuleCache::acquire(const hip::Api& api, std::uint64_t place, const void* image) {
+  const auto key = std::make_pair(place, image);
+  auto found = modules_.find(key);
+  if (found != modules_.end()) {
+    ++found->second.references;
+    return static_cast<hip::hipModule_t>(found->second.module);
+  }
+  hip::hipModule_t module = nullptr;
+  const hip::hipError_t result = api.hipModuleLoadData(&module, image);
+  if (result != hip::hipSuccess) return hip::call_error(api, "hipModuleLoadData", result);
+  modules_.emplace(key, Entry{module, 1});
+  return module;
+}
+
+Status ModuleCache::release(const hip::Api& api, std::uint64_t place, const void* image) {
+  auto found = modules_.find(std::make_pair(place, image));
+  if (found == modules_.end()) return Status();
+  if (--found->second.references > 0) return Status();
+  const auto module = static_cast<hip::hipModule_t>(found->second.module);
+  modules_.erase(found);
+  const hip::hipError_t result = api.hipModuleUnload(module);
+  if (result != hip::hipSuccess) return hip::call_error(api, "hipModuleUnload", result);
   return Status();
 }
 

@@ -1,4 +1,5 @@
-// The process-wide cache of loaded modules, one per (CUDA context, cubin), reference-counted.
+// The process-wide cache of loaded modules, one per (CUDA context, cubin) or, on HIP, per (device,
+// code object), reference-counted.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <utility>
 
 #include "taot/driver_api.h"
+#include "taot/hip_api.h"
 
 namespace taot::detail {
 
@@ -33,10 +35,14 @@ class ModuleCache {
   Expected<CUmodule> acquire(const driver::Api& api, const ContextRef& context, const void* cubin);
   // With mutex() held: drops a reference; the last one unloads the module (context must be current).
   Status release(const driver::Api& api, const ContextRef& context, const void* cubin);
+  // The same on HIP, where a module belongs to a device: `place` is the device's place id
+  // (hip_place_id in hip_launch.h), whose top bit keeps it apart from CUDA context ids.
+  Expected<hip::hipModule_t> acquire(const hip::Api& api, std::uint64_t place, const void* image);
+  Status release(const hip::Api& api, std::uint64_t place, const void* image);
 
  private:
   struct Entry {
-    CUmodule module;
+    void* module;  // a CUmodule, or a hipModule_t
     int references;
   };
   std::mutex mutex_;

@@ -116,7 +116,8 @@ const char* taot_status_name(taot_status status);
 
 /* Launch with automatic selection (config == NULL, config_count == 0) or an exact config: the
  * fields named must match; fields not named prefer the default config. `args` holds the
- * kernel's non-constexpr arguments in order. */
+ * kernel's non-constexpr arguments in order. Where HIP is the driver in use (an AMD GPU; see
+ * docs/runtime.md, "Two drivers"), every `stream` of this API is a hipStream_t, cast to CUstream. */
 taot_status taot_launch(taot_kernel* kernel, CUstream stream, const taot_arg* args, size_t arg_count,
                         const taot_config_value* config, size_t config_count);
 
@@ -191,7 +192,7 @@ taot_status taot_release_scratch(void);
 
 /* The version of the tables and of this C ABI that a library was generated for; a tool walking a
  * library checks taot_library_abi_version() against it. */
-#define TAOT_ABI_VERSION 5  /* 2: images carry their Triton, ptxas and launch ABI; 3: tuning keys may name config fields, fields may be required, kernels list their parameters; 4: "scalar" arguments (None, int or float at launch); 5: kernels say how to autotune at first call */
+#define TAOT_ABI_VERSION 6  /* 2: images carry their Triton, ptxas and launch ABI; 3: tuning keys may name config fields, fields may be required, kernels list their parameters; 4: "scalar" arguments (None, int or float at launch); 5: kernels say how to autotune at first call; 6: images name their vendor and warp size */
 
 /* A generated library, as tools walk it (`<library>_library()`): its kernels, their variants and
  * each variant's images with their launch facts. */
@@ -230,6 +231,8 @@ typedef struct taot_image_info {
   const char* ptxas_version;   /* the ptxas that assembled it, e.g. "12.8.93"; NULL when not recorded */
   const char* tensordesc_layout; /* its launch ABI's descriptor layout: "3.5" or "3.7" (docs/manifest.md) */
   uint32_t min_driver;         /* the oldest NVIDIA driver that loads it (ptxas' CUDA major); 0: unknown */
+  const char* vendor;          /* whose GPU runs it: "nvidia" or "amd" (then `target` is a gfx name, "gfx942") */
+  uint32_t warp_size;          /* threads per warp: 32 on NVIDIA, 64 on gfx942/gfx950 */
 } taot_image_info;
 
 /* The images of variant `variant_index` (one per target it was compiled for); 0 past the end. */

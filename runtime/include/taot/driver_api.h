@@ -1,5 +1,6 @@
 // The one seam between taot and the CUDA driver: every entry point the runtime uses, listed once,
 // resolved from a dlopen'ed libcuda into one table. Tests install a recording fake table instead.
+// AMD's HIP, the second driver, has its own table (taot/hip_api.h).
 #pragma once
 
 #include <cuda.h>
@@ -83,11 +84,15 @@ struct alignas(64) Api {
 // The process's driver table: loads libcuda.so.1 and calls cuInit(0) on first use (thread-safe,
 // once). Fails with TAOT_NO_DRIVER when libcuda or a required entry point is missing, and with
 // TAOT_CUDA_ERROR when cuInit fails (no GPU, say); a failure is remembered and returned again.
+// While a HIP table is installed for testing (and no CUDA one), fails with TAOT_NO_DRIVER without
+// loading libcuda: HIP is then the driver in use (hip::in_use, taot/hip_api.h).
 Expected<const Api*> get();
 
 // Replaces the table get() returns (nullptr restores the real driver, loaded on next use).
 // For tests; not thread-safe with concurrent launches. The table must outlive its use.
 void install_for_testing(const Api* api);
+// The table installed for testing, else null.
+const Api* installed_for_testing() noexcept;
 
 // The table get() returns once it is known, else null: a lock-free check for hot paths.
 inline std::atomic<const Api*> active_api{nullptr};

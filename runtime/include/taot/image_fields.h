@@ -25,11 +25,14 @@
 //                 table's value needs converting) or none
 //   python        how variants()' image dicts show it: copy (under its manifest key, which is not
 //                 nested), own (variants() writes it itself, under the top-level manifest key) or none
-//   compare       the row `taot diff` and `taot inspect` show it in, "" for none
+//   compare       the row `taot diff` and `taot inspect` show it in, "" for none (the target's row
+//                 shows the vendor: sm_90 or gfx942)
 #define TAOT_IMAGE_FIELDS(X)                                                                              \
   X(target, const char*, "target", copy, copy, "target")                      /* "sm_90", as in the spec */ \
   X(arch, std::uint16_t, "arch", copy, copy, "arch")                          /* major * 10 + minor */      \
   X(arch_specific, bool, "arch_specific", copy, none, "arch")                 /* sm_XXa: exactly `arch` */  \
+  X(vendor, Vendor, "vendor", own, own, "target")                             /* nvidia, amd: its driver */ \
+  X(warp_size, std::uint16_t, "warp_size", copy, copy, "")                    /* threads per warp */        \
   X(cubin, const void*, "cubin", copy, none, "")                              /* ELF bytes */               \
   X(cubin_size, std::size_t, "cubin", copy, none, "")                                                       \
   X(function_name, const char*, "function_name", copy, none, "")              /* the entry point */         \

@@ -126,13 +126,23 @@ struct GridProgram {
   std::uint16_t length;
 };
 
+// Whose GPU an image runs on, and so which driver loads it (docs/runtime.md, "Two drivers"): an
+// NVIDIA image is a cubin chosen by compute capability, an AMD image an .hsaco code object chosen
+// by the device's gfx name (its `target`, "gfx942"; its `arch` is 0).
+enum class Vendor : std::uint8_t { nvidia, amd };
+
+// "nvidia", "amd": the manifest's name of a vendor.
+constexpr const char* vendor_name(Vendor vendor) noexcept { return vendor == Vendor::amd ? "amd" : "nvidia"; }
+
 // A member's type as written in a list of members: FieldType<std::uint32_t[3]> x declares an array.
 template <class T>
 using FieldType = T;
 
 // One compiled binary of a variant for one target: the members of taot/image_fields.h's list, in
 // its order (their meanings are there). Notes on some:
-//  cubin: ELF bytes, `cubin_size` long.
+//  vendor: nvidia or amd; manifests written before it was recorded mean nvidia.
+//  warp_size: threads per warp (32 on NVIDIA, 64 on gfx942/gfx950): a block is num_warps of them.
+//  cubin: ELF bytes, `cubin_size` long (a cubin, or an AMD image's .hsaco code object).
 //  global_scratch_size, profile_scratch_size: bytes per program (times num_ctas).
 //  tensordescs: one entry per descriptor argument, in order, when the image takes TMA maps (sm_90+);
 //   else null and 0: descriptors are passed as pointer, shapes and strides (Triton's decomposition).

@@ -368,8 +368,9 @@ class Kernel {
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
 
-  // Launches on `stream` (of the current context) with `args` = the kernel's non-constexpr
-  // arguments in order (launch-only ones included). Fails with a message naming the kernel, the
+  // Launches on `stream` (of the current context; where HIP is the driver in use, a hipStream_t
+  // of the current HIP device, cast to CUstream: docs/runtime.md, "Two drivers") with `args` = the
+  // kernel's non-constexpr arguments in order (launch-only ones included). Fails with a message naming the kernel, the
   // variant and the argument. A grid with a zero dimension launches nothing and succeeds.
   // Automatic and config selection consider only the variants with an image the current device
   // can run (a miss on a device none runs names the device and the kernel's targets).

@@ -150,7 +150,7 @@ TEST_F(GeneratorTest, SourceHoldsTheTables) {
   EXPECT_THAT(source, HasSubstr("{variant_2_grid_x, 3}, {variant_2_grid_y, 1}, {variant_2_grid_z, 1}"));
   // The image rows carry the exact cubin sizes and every launch field.
   const std::string cubin = testing::read_file(builder.cubin_path(0, 2, 1));
-  EXPECT_THAT(source, HasSubstr("{\"sm_90a\", 90, true, ::demo::detail::cubin_5, " + std::to_string(cubin.size()) +
+  EXPECT_THAT(source, HasSubstr("{\"sm_90a\", 90, true, taot::table::Vendor::nvidia, 32, ::demo::detail::cubin_5, " + std::to_string(cubin.size()) +
                                 ", \"add_kernel\", 2151, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, true, nullptr, 0, "
                                 "taot::abi::TensordescLayout::triton_3_7, 40, 16, 8, 24, \"3.7.1\", \"13.1.80\", \"ttgir\", \"" +
                                 std::string(64, 'e') + "\"},\n"));

@@ -59,5 +59,41 @@ TEST(ImageFields, TheReaderReadsEveryManifestKeyOfTheList) {
   }
 }
 
+TEST(ImageFields, VendorAndWarpSizeAreReadAndAManifestWithoutThemMeansNvidiaAnd32) {
+  TempDir dir;
+  {
+    ManifestBuilder builder(dir.path());
+    nlohmann::json& image = builder.json["kernels"][0]["variants"][0]["images"][0];
+    image.erase("vendor");
+    image.erase("warp_size");
+    builder.json["kernels"][0]["variants"][0]["images"][1]["vendor"] = "amd";
+    builder.json["kernels"][0]["variants"][0]["images"][1]["warp_size"] = 64;
+    const Expected<Manifest> read = read_manifest(builder.write());
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    const Image& older = read->kernels[0].variants[0].images[0];
+    EXPECT_EQ(older.vendor, table::Vendor::nvidia);
+    EXPECT_EQ(older.warp_size, 32u);
+    const Image& amd = read->kernels[0].variants[0].images[1];
+    EXPECT_EQ(amd.vendor, table::Vendor::amd);
+    EXPECT_EQ(amd.warp_size, 64u);
+  }
+  {
+    ManifestBuilder builder(dir.path());
+    builder.json["kernels"][0]["variants"][0]["images"][0]["vendor"] = "intel";
+    const Expected<Manifest> read = read_manifest(builder.write());
+    ASSERT_FALSE(read.ok());
+    EXPECT_THAT(read.status().message(), HasSubstr("kernels[0].variants[0].images[0].vendor"));
+    EXPECT_THAT(read.status().message(), HasSubstr("expected \"nvidia\" or \"amd\", got \"intel\""));
+  }
+  {
+    ManifestBuilder builder(dir.path());
+    builder.json["kernels"][0]["variants"][0]["images"][0]["warp_size"] = 48;
+    const Expected<Manifest> read = read_manifest(builder.write());
+    ASSERT_FALSE(read.ok());
+    EXPECT_THAT(read.status().message(), HasSubstr("kernels[0].variants[0].images[0].warp_size"));
+    EXPECT_THAT(read.status().message(), HasSubstr("expected 32 or 64, got 48"));
+  }
+}
+
 }  // namespace
 }  // namespace taot::codegen

@@ -52,6 +52,8 @@ TEST(ImageFields, EveryMemberTheListGivesTaotImageInfoReachesIt) {
   EXPECT_EQ(info.cluster_dims[2], 1u);
   EXPECT_STREQ(info.tensordesc_layout, "3.7");
   EXPECT_EQ(info.min_driver, 525u);  // from ptxas_version "12.8.93"
+  EXPECT_STREQ(info.vendor, "amd");   // table::Vendor 1
+  EXPECT_EQ(info.warp_size, 1u);
 }
 
 }  // namespace

@@ -244,7 +244,7 @@ class SoftmaxTable {
   static constexpr table::TuningKeyPart kBlockKey[] = {{0, true}};  // the config field BLOCK_SIZE
   static constexpr table::GridInstr kOne[] = {{table::GridOp::literal, 0, 1}};
   static constexpr unsigned char kCubin[32] = {};
-  table::Image image_{"sm_90", 90, false, kCubin, 32, "softmax", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr};
+  table::Image image_{"sm_90", 90, false, table::Vendor::nvidia, 32, kCubin, 32, "softmax", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr};
   Programs programs_;
   std::vector<table::Arg> args_;
   std::vector<table::ConfigField> fields_;
@@ -697,7 +697,7 @@ class BiasTable {
   static constexpr std::uint16_t kParams[] = {0, 1, 2};
   static constexpr table::GridInstr kOne[] = {{table::GridOp::literal, 0, 1}};
   static constexpr unsigned char kCubin[32] = {};
-  table::Image image_{"sm_90", 90, false, kCubin, 32, "add_bias", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr};
+  table::Image image_{"sm_90", 90, false, table::Vendor::nvidia, 32, kCubin, 32, "add_bias", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr};
   std::vector<table::Arg> args_;
   std::vector<table::ConfigField> fields_;
   std::deque<std::string> ids_;

@@ -40,7 +40,7 @@ class ClampTable {
       configs_.push_back({static_cast<std::uint16_t>(none ? 0 : 1)});
       params_.push_back(none ? std::vector<std::uint16_t>{0, 2} : std::vector<std::uint16_t>{0, 1, 2});
       cubins_.emplace_back(32, static_cast<unsigned char>(v));
-      images_.push_back({"sm_90", 90, false, cubins_.back().data(), 32, "clamp", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1,
+      images_.push_back({"sm_90", 90, false, table::Vendor::nvidia, 32, cubins_.back().data(), 32, "clamp", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1,
                          false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr,
                          nullptr, nullptr});
     }

@@ -79,7 +79,7 @@ class FeatureTable {
  private:
   table::Image image(const char* target, std::uint16_t arch, bool specific, std::size_t variant) {
     cubins_.emplace_back(32, static_cast<unsigned char>(variant * 2 + (arch == 90)));
-    return {target, arch, specific, cubins_.back().data(), 32, "features", 0, 4, 1, {1, 1, 1},
+    return {target, arch, specific, table::Vendor::nvidia, 32, cubins_.back().data(), 32, "features", 0, 4, 1, {1, 1, 1},
             0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr};
   }
   static constexpr taot_dtype kX32[] = {TAOT_DTYPE_FP32};

@@ -51,8 +51,8 @@ class DescriptorTable {
         metas_.push_back(std::vector<table::TensordescMeta>(descriptors, meta));
         ids_.push_back(std::string(dtype == 0 ? "fp16" : "bf16") + "_BM" + std::to_string(kBlockM[block]));
         images_.push_back({
-            {"sm_80", 80, false, kCubin80, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr},
-            {"sm_90", 90, true, kCubin90, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false,
+            {"sm_80", 80, false, table::Vendor::nvidia, 32, kCubin80, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr},
+            {"sm_90", 90, true, table::Vendor::nvidia, 32, kCubin90, 8, "copy", 0, 4, 1, {1, 1, 1}, 0, 1, 0, 1, false, false,
              metas_.back().data(), static_cast<std::uint16_t>(descriptors), abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr},
         });
         table::Variant variant{};

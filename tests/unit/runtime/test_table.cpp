@@ -57,9 +57,9 @@ AddKernelTable::AddKernelTable(std::uint32_t shared_bytes, bool drop_fp16_unalig
             const void* cubin90 = cubins_.back().data();
             const auto num_warps = static_cast<std::uint16_t>(kWarps[warps]);
             images_.push_back({
-                {"sm_80", 80, false, cubin80, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr},
+                {"sm_80", 80, false, table::Vendor::nvidia, 32, cubin80, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_5, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr},
                 // The sm_90 images as Triton 3.9 compiles them (its CUDA 13 ptxas assembles sm_90).
-                {"sm_90", 90, true, cubin90, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_7, 0, 0, 0, 0, "3.9.0", "13.4.59", nullptr, nullptr},
+                {"sm_90", 90, true, table::Vendor::nvidia, 32, cubin90, 64, "add_kernel", shared_bytes, num_warps, 1, {1, 1, 1}, 0, 1, 0, 1, false, false, nullptr, 0, abi::TensordescLayout::triton_3_7, 0, 0, 0, 0, "3.9.0", "13.4.59", nullptr, nullptr},
             });
             table::Variant variant{};
             variant.id = strings_.back().c_str();

@@ -16,6 +16,7 @@
 
 #include "taot/codegen/errors.h"
 #include "taot/dtype_list.h"
+#include "taot/kernel_table.h"
 #include "taot/launch_abi.h"
 #include "taot/rule_ops.h"
 
@@ -157,6 +158,11 @@ struct Image {
   std::string target;  // as in the manifest's "targets"
   std::uint16_t arch = 0;
   bool arch_specific = false;
+  // Whose GPU runs it and its threads per warp: "vendor" and "warp_size", absent from manifests
+  // written before AMD targets (nvidia, 32). An AMD image's target is its gfx name, its arch 0 and
+  // its "cubin" file an .hsaco code object.
+  table::Vendor vendor = table::Vendor::nvidia;
+  std::uint16_t warp_size = 32;
   std::string dir;            // as written (relative to the manifest's folder)
   std::string cubin;          // as written (relative to the manifest's folder)
   std::filesystem::path cubin_path;  // `cubin` resolved against the manifest's folder
