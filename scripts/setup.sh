@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what taot needs on a fresh Debian 12 machine with the CUDA toolkit: build tools and
 # libraries from Debian, Triton 3.6.0 (the tests' baseline; scripts/triton_envs.sh makes one
-# environment per other supported release), pytest and pytest-xdist, nanobind (taot's Python binding) and
-# matplotlib (bench plots) from PyPI. Safe to run again.
+# environment per other supported release), pytest and pytest-xdist, nanobind (taot's Python binding),
+# matplotlib (bench plots), and pyelftools and msgpack (the tests read AMD code objects' metadata notes
+# with them) from PyPI. Safe to run again.
 set -euo pipefail
 
 # clang and libclang-rt-dev (its sanitizer and libFuzzer runtimes) are for scripts/sanitize.sh fuzz.
@@ -21,9 +22,9 @@ if ((${#missing[@]})); then
 fi
 
 if ! python3 -c 'import triton, sys; sys.exit(triton.__version__ != "3.6.0")' 2>/dev/null \
-   || ! python3 -c 'import pytest, xdist, nanobind, matplotlib' 2>/dev/null; then
-  echo "setup: installing triton==3.6.0, pytest, pytest-xdist, nanobind and matplotlib" >&2
-  python3 -m pip install -q "triton==3.6.0" pytest pytest-xdist nanobind matplotlib llnl-hatchet
+   || ! python3 -c 'import pytest, xdist, nanobind, matplotlib, elftools, msgpack' 2>/dev/null; then
+  echo "setup: installing triton==3.6.0, pytest, pytest-xdist, nanobind, matplotlib, pyelftools and msgpack" >&2
+  python3 -m pip install -q "triton==3.6.0" pytest pytest-xdist nanobind matplotlib llnl-hatchet pyelftools msgpack
 fi
 
 cuda_header=""

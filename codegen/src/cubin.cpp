@@ -1,4 +1,5 @@
-// Reading a cubin's ELF: section headers, the symbol table, and the .nv.info attribute lists.
+// Reading a cubin's ELF: the symbol table and the .nv.info attribute lists (the header and section
+// headers: elf.h, shared with the AMDGPU code object reader).
 //
 // Why parse rather than run `cuobjdump --dump-resource-usage`: inspecting a library of hundreds of
 // variants would start hundreds of processes, the workbench would need a CUDA toolkit present, and
@@ -14,10 +15,11 @@
 #include "taot/codegen/cubin.h"
 
 #include <algorithm>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
+
+#include "elf.h"
 
 namespace taot::codegen {
 
@@ -35,44 +37,8 @@ constexpr std::uint8_t kCompatAcceleratorTarget = 0x09;  // EICOMPAT_ATTR_CUDA_A
 
 constexpr std::uint8_t kSymbolTypeFunction = 2;  // STT_FUNC
 constexpr std::uint8_t kOtherCudaEntry = 0x10;   // STO_CUDA_ENTRY
-constexpr std::uint32_t kSectionSymtab = 2;      // SHT_SYMTAB
-constexpr std::uint32_t kSectionNoBits = 8;      // SHT_NOBITS
 
-struct Section {
-  std::string name;
-  std::uint32_t type = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;       // in memory (a NOBITS section's, such as .nv.shared.*, says how much)
-  std::uint64_t file_size = 0;  // bytes in the file, which readers may touch: 0 for NOBITS
-  std::uint32_t link = 0;
-  std::uint64_t entry_size = 0;
-};
-
-class Reader {
- public:
-  Reader(std::string_view bytes, const std::string& name) : bytes_(bytes), name_(name) {}
-
-  bool has(std::uint64_t offset, std::uint64_t size) const {
-    return offset <= bytes_.size() && size <= bytes_.size() - offset;
-  }
-  template <class T>
-  T read(std::uint64_t offset) const {  // little-endian host assumed (x86-64, aarch64)
-    T value{};
-    std::memcpy(&value, bytes_.data() + offset, sizeof(T));
-    return value;
-  }
-  std::string string_at(const Section& table, std::uint64_t index) const {
-    if (index >= table.file_size) return {};
-    const char* start = bytes_.data() + table.offset + index;
-    const std::size_t limit = static_cast<std::size_t>(table.file_size - index);
-    return std::string(start, strnlen(start, limit));
-  }
-  Status error(const std::string& what) const { return input_error(name_ + ": not a valid cubin: " + what); }
-
- private:
-  std::string_view bytes_;
-  const std::string& name_;
-};
+using elf::Section;
 
 // The architecture in e_flags: ABI version 7 and before keep sm in bits 0-7 and
 // EF_CUDA_ACCELERATORS (the "a" of sm_90a) in bit 11; version 8 keeps sm in bits 8-15, and ptxas
@@ -100,42 +66,19 @@ const FunctionResources* CubinInfo::find(std::string_view name) const noexcept {
 std::string CubinInfo::target() const { return "sm_" + std::to_string(arch) + (arch_specific ? "a" : ""); }
 
 Expected<CubinInfo> read_cubin(std::string_view bytes, const std::string& name) {
-  Reader reader(bytes, name);
-  if (bytes.size() < 64 || std::memcmp(bytes.data(), "\x7f" "ELF", 4) != 0) return reader.error("no ELF header");
-  if (bytes[4] != 2 || bytes[5] != 1) return reader.error("not a 64-bit little-endian ELF");
-  if (reader.read<std::uint16_t>(18) != 190) return reader.error("not a CUDA ELF (e_machine is not EM_CUDA)");
+  const elf::Reader reader(bytes, name, "cubin");
+  if (Status header = reader.check_header(elf::kMachineCuda, "not a CUDA ELF (e_machine is not EM_CUDA)"); !header.ok())
+    return header;
   CubinInfo info;
   decode_flags(static_cast<std::uint8_t>(bytes[8]), reader.read<std::uint32_t>(48), info);
-
-  const auto section_offset = reader.read<std::uint64_t>(40);
-  const auto section_entry_size = reader.read<std::uint16_t>(58);
-  const auto section_count = reader.read<std::uint16_t>(60);
-  const auto names_index = reader.read<std::uint16_t>(62);
-  if (section_entry_size < 64 || !reader.has(section_offset, std::uint64_t{section_entry_size} * section_count))
-    return reader.error("the section header table runs past the end");
-  if (names_index >= section_count) return reader.error("no section name table");
-  std::vector<Section> sections(section_count);
-  for (std::uint16_t index = 0; index < section_count; ++index) {
-    const std::uint64_t at = section_offset + std::uint64_t{section_entry_size} * index;
-    Section& section = sections[index];
-    section.type = reader.read<std::uint32_t>(at + 4);
-    section.offset = reader.read<std::uint64_t>(at + 24);
-    section.size = reader.read<std::uint64_t>(at + 32);
-    section.link = reader.read<std::uint32_t>(at + 40);
-    section.entry_size = reader.read<std::uint64_t>(at + 56);
-    section.file_size = section.type == kSectionNoBits ? 0 : section.size;
-    if (section.file_size > 0 && !reader.has(section.offset, section.file_size))
-      return reader.error("section " + std::to_string(index) + " runs past the end");
-  }
-  for (std::uint16_t index = 0; index < section_count; ++index) {
-    const std::uint64_t at = section_offset + std::uint64_t{section_entry_size} * index;
-    sections[index].name = reader.string_at(sections[names_index], reader.read<std::uint32_t>(at));
-  }
+  Expected<std::vector<Section>> read_sections = reader.sections();
+  if (!read_sections.ok()) return std::move(read_sections).take_status();
+  const std::vector<Section>& sections = *read_sections;
 
   // Function symbols, by symbol index.
   std::map<std::uint32_t, std::size_t> function_of_symbol;
   for (const Section& section : sections) {
-    if (section.type != kSectionSymtab) continue;
+    if (section.type != elf::kSectionSymtab) continue;
     if (section.entry_size < 24 || section.link >= sections.size()) return reader.error("a malformed symbol table");
     const Section& strings = sections[section.link];
     const std::uint64_t count = section.file_size / section.entry_size;

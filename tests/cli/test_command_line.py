@@ -33,7 +33,7 @@ def test_usage_errors_exit_2_naming_the_option(run_taot, tmp_path):
     assert negative.returncode == 2 and "expected 0 (all cores) or more, got -1" in negative.stderr
     for command in ("inspect", "diff"):
         stage = run_taot(command, tmp_path, "a", "--stage", "asm")
-        assert stage.returncode == 2 and "--stage: asm not in {ttir,ttgir,llir,ptx,sass}" in stage.stderr
+        assert stage.returncode == 2 and "--stage: asm not in {ttir,ttgir,llir,ptx,sass,amdgcn}" in stage.stderr
 
 
 def test_build_without_output_writes_the_documented_default(run_taot, tmp_path):

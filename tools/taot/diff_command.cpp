@@ -1,5 +1,6 @@
-// `taot diff`: two variants (of one library, or LIB:VARIANT each) or two stage files: config,
-// metadata and resource differences, op counts side by side, a unified diff of a stage.
+// `taot diff`: two variants (of one library, or LIB:VARIANT each), two stage files or two AMD code
+// objects: config, metadata and resource differences, op counts side by side, a unified diff of a
+// stage.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -50,9 +51,9 @@ Expected<VariantReference> parse_reference(const std::string& operand) {
                                        "library then two variants (taot diff LIB VARIANT_A VARIANT_B)",
                                        operand, operand));
   if (fs::exists(operand, error))
-    return wb::usage_error(fmt::format("{} is no stage file (.ttir, .ttgir, .llir, .ptx, .cubin, or .gz of those) and "
-                                       "names no variant: give two stage files, LIB:VARIANT twice, or LIB VARIANT_A "
-                                       "VARIANT_B", operand));
+    return wb::usage_error(fmt::format("{} is no stage file (.ttir, .ttgir, .llir, .ptx, .amdgcn, .cubin, or .gz of "
+                                       "those; or an AMD .hsaco) and names no variant: give two stage files, "
+                                       "LIB:VARIANT twice, or LIB VARIANT_A VARIANT_B", operand));
   return wb::usage_error(fmt::format("{} does not exist (give two stage files, LIB:VARIANT twice, or LIB VARIANT_A "
                                      "VARIANT_B)", operand));
 }
@@ -78,6 +79,12 @@ int run_diff(const DiffCommandOptions& options) {
       fs::path(operands[0]).filename() != "manifest.json") {
     return print(wb::diff_files(operands[0], operands[1], diff_options), options.json);
   }
+  if (operands.size() == 2)
+    for (std::size_t side = 0; side < 2; ++side)
+      if (fs::is_regular_file(operands[side], error) && wb::stage_of_file(operands[side]) &&
+          !fs::exists(operands[1 - side], error))
+        return fail(wb::usage_error(fmt::format("{} does not exist (to diff against {})", operands[1 - side],
+                                                operands[side])));
   VariantReference a, b;
   if (operands.size() == 3) {
     a = {operands[0], operands[1]};
@@ -114,7 +121,8 @@ int run_diff(const DiffCommandOptions& options) {
 Runner declare_diff(CLI::App& command) {
   auto options = std::make_shared<DiffCommandOptions>();
   command.add_option("operands", options->operands,
-                     "Two stage files (.ttir/.ttgir/.llir/.ptx, plain or .gz, or .cubin); or LIB:VARIANT twice; or LIB "
+                     "Two stage files (.ttir/.ttgir/.llir/.ptx/.amdgcn, plain or .gz, or .cubin), or two .hsaco; or "
+                     "LIB:VARIANT twice; or LIB "
                      "VARIANT_A VARIANT_B (LIB: a library folder or manifest.json; VARIANT: an id, or _-separated parts of one such as BS256_w4)")
       ->required()
       ->expected(2, 3)
@@ -122,12 +130,13 @@ Runner declare_diff(CLI::App& command) {
   command.footer("Forms:\n"
                  "  taot diff LIB VARIANT_A VARIANT_B      two variants of a library (folder or manifest.json)\n"
                  "  taot diff LIB:VARIANT_A LIB:VARIANT_B  the same, or variants of two libraries\n"
-                 "  taot diff FILE_A FILE_B                two .ttir/.ttgir/.llir/.ptx files (plain or .gz), or two .cubin");
+                 "  taot diff FILE_A FILE_B                two .ttir/.ttgir/.llir/.ptx/.amdgcn files (plain or .gz),\n"
+                 "                                         two .cubin, or two AMD .hsaco");
   command.add_option("-t,--target", options->target, "The target whose images to compare (default: the first variant's first)");
   command.add_option("-s,--stage", options->stage,
-                     "Also diff this stage line by line and count its ops: ttir, ttgir, llir, ptx or sass "
-                     "(default: op counts of ttgir, no line diff)")
-      ->check(CLI::IsMember({"ttir", "ttgir", "llir", "ptx", "sass"}));
+                     "Also diff this stage line by line and count its ops: ttir, ttgir, llir, then ptx or sass "
+                     "(NVIDIA) or amdgcn (AMD) (default: op counts of ttgir, no line diff)")
+      ->check(CLI::IsMember(wb::stage_name_list()));
   // A count no diff needs more of: -1 (which CLI11 would read as 2^64 - 1) and other huge counts are
   // refused rather than sized into allocations.
   command.add_option("-U,--context", options->context, "Lines of context around each change (0 to 1000000)")

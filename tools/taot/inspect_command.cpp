@@ -1,5 +1,6 @@
-// `taot inspect`: the images of a library (or manifest, or bare cubin) with their resource usage and
-// launch facts, as a table or JSON; or one image's stage text with the kernel's source lines.
+// `taot inspect`: the images of a library (or manifest, or bare cubin or AMD code object) with their
+// resource usage and launch facts, as a table or JSON; or one image's stage text with the kernel's
+// source lines.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -72,8 +73,8 @@ int usage(const std::string& message) { return report_usage_error("inspect", mes
 
 int run_inspect(const InspectOptions& options) {
   if (options.stage.empty() && (options.ops || options.no_source))
-    return usage(fmt::format("{} works on one stage's text: add --stage (ttir, ttgir, llir, ptx or sass)",
-                             options.ops ? "--ops" : "--no-source"));
+    return usage(fmt::format("{} works on one stage's text: add --stage ({})", options.ops ? "--ops" : "--no-source",
+                             wb::stage_names()));
   std::optional<wb::Stage> stage;
   if (!options.stage.empty()) {
     stage = wb::stage_from_name(options.stage);
@@ -107,14 +108,17 @@ int run_inspect(const InspectOptions& options) {
 
 Runner declare_inspect(CLI::App& command) {
   auto options = std::make_shared<InspectOptions>();
-  command.add_option("target", options->target, "A library folder (written by taot build), a manifest.json or a .cubin")
+  command.add_option("target", options->target,
+                     "A library folder (written by taot build), a manifest.json, a .cubin or an AMD .hsaco")
       ->required();
   command.add_option("-k,--kernel", options->kernels, "Only this kernel (repeatable)");
   command.add_option("-w,--where", options->where, "Only variants whose config field has this value: FIELD=VALUE (repeatable; all must hold)");
-  command.add_option("-t,--target", options->targets, "Only images for this target, e.g. sm_90 (repeatable)");
+  command.add_option("-t,--target", options->targets, "Only images for this target, e.g. sm_90 or gfx942 (repeatable)");
   command.add_option("-v,--variant", options->variants, "Only this variant: its id, or _-separated parts of exactly one id such as BS256_w4 (repeatable)");
-  command.add_option("-s,--stage", options->stage, "Print one image's stage: ttir, ttgir, llir, ptx or sass, with the kernel's source lines")
-      ->check(CLI::IsMember({"ttir", "ttgir", "llir", "ptx", "sass"}));
+  command.add_option("-s,--stage", options->stage,
+                     "Print one image's stage with the kernel's source lines: ttir, ttgir, llir, then ptx or sass "
+                     "(NVIDIA) or amdgcn (AMD)")
+      ->check(CLI::IsMember(wb::stage_name_list()));
   command.add_flag("--no-source", options->no_source, "With --stage: the stage text alone, without source lines");
   command.add_flag("--ops", options->ops, "With --stage: count the stage's operations instead of printing it");
   command.add_flag("--json", options->json, "Print JSON instead of a table");

@@ -1,5 +1,6 @@
 // Facts of an image and their differences. metadata_facts and resource_facts show a row for each
-// fact taot/image_fields.h names for `taot diff` (tests/unit/workbench/compare_test.cpp checks them).
+// fact taot/image_fields.h names for `taot diff` (tests/unit/workbench/compare_test.cpp checks them);
+// an AMD image's resource rows are its code object's metadata instead of ptxas' and the cubin's.
 #include "taot/workbench/compare.h"
 
 #include <fmt/format.h>
@@ -97,6 +98,21 @@ std::vector<NamedValue> metadata_facts(const ImageView& image) {
 }
 
 std::vector<NamedValue> resource_facts(const ImageView& image) {
+  if (image.amd()) {
+    if (!image.amdgpu)
+      return {{"vgprs", "-"},     {"sgprs", "-"},   {"agprs", "-"},         {"vgpr_spills", "-"}, {"sgpr_spills", "-"},
+              {"lds_fixed", "-"}, {"scratch", "-"}, {"dynamic_stack", "-"}, {"wavefront_size", "-"}};
+    const codegen::AmdgpuKernel& k = *image.amdgpu;
+    return {{"vgprs", std::to_string(k.vgprs)},
+            {"sgprs", std::to_string(k.sgprs)},
+            {"agprs", text(k.agprs)},
+            {"vgpr_spills", text(k.vgpr_spills)},
+            {"sgpr_spills", text(k.sgpr_spills)},
+            {"lds_fixed", std::to_string(k.lds)},
+            {"scratch", std::to_string(k.scratch)},
+            {"dynamic_stack", k.dynamic_stack ? "true" : "false"},
+            {"wavefront_size", std::to_string(k.wavefront_size)}};
+  }
   const ResourceUsage usage = resource_usage(image);
   return {{"registers", text(usage.registers)},     {"spill_stores", text(usage.spill_stores)},
           {"spill_loads", text(usage.spill_loads)}, {"stack", text(usage.stack)},

@@ -40,6 +40,23 @@ void add_stage(ComparisonReport& report, Stage stage, const std::string& a_text,
   }
 }
 
+// Two bare AMD code objects: their first kernels' facts. They hold no stage text to diff.
+Expected<ComparisonReport> diff_code_objects(const fs::path& a, const fs::path& b, const DiffOptions& options) {
+  if (options.stage)
+    return usage_error(fmt::format("--stage {}: a code object holds no stage text (diff the .amdgcn files its "
+                                   "library kept, or two variants of the library)",
+                                   stage_name(*options.stage)));
+  Expected<Inventory> a_object = load_inventory(a);
+  if (!a_object.ok()) return std::move(a_object).take_status();
+  Expected<Inventory> b_object = load_inventory(b);
+  if (!b_object.ok()) return std::move(b_object).take_status();
+  ComparisonReport report;
+  report.a_label = a.string();
+  report.b_label = b.string();
+  report.images = compare_images(a_object->images.front(), b_object->images.front());
+  return report;
+}
+
 }  // namespace
 
 Expected<ComparisonReport> diff_images(const ImageView& a, const ImageView& b, const DiffOptions& options) {
@@ -59,12 +76,14 @@ Expected<ComparisonReport> diff_images(const ImageView& a, const ImageView& b, c
 }
 
 Expected<ComparisonReport> diff_files(const fs::path& a, const fs::path& b, const DiffOptions& options) {
+  if (a.extension() == ".hsaco" && b.extension() == ".hsaco") return diff_code_objects(a, b, options);
   const std::optional<Stage> a_stage = stage_of_file(a);
   const std::optional<Stage> b_stage = stage_of_file(b);
   for (const auto& [path, stage] : {std::pair{a, a_stage}, std::pair{b, b_stage}})
     if (!stage)
-      return usage_error(fmt::format("{}: no stage file (a .ttir, .ttgir, .llir, .ptx, plain or .gz, or a .cubin)",
-                                     path.string()));
+      return usage_error(fmt::format(
+          "{}: no stage file (a .ttir, .ttgir, .llir, .ptx or .amdgcn, plain or .gz, or a .cubin; or two .hsaco)",
+          path.string()));
   if (*a_stage != *b_stage)
     return usage_error(fmt::format("{} is {} and {} is {}: diff compares two files of one stage", a.string(),
                                    stage_name(*a_stage), b.string(), stage_name(*b_stage)));

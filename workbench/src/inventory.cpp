@@ -1,4 +1,4 @@
-// Loading a library, manifest or cubin into images, and choosing among them.
+// Loading a library, manifest, cubin or AMD code object into images, and choosing among them.
 #include "taot/workbench/inventory.h"
 
 #include <fmt/format.h>
@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 
 #include "taot/codegen/sha256.h"
@@ -57,15 +59,36 @@ std::string specialization_text(const codegen::Arg& arg, const codegen::ArgSpeci
   }
 }
 
-// Reads the cubin of a manifest image: resources of its entry function, or why there are none.
-void read_image_cubin(ImageView& view, const std::string& expected_sha256) {
+// Reads the code object of a manifest's AMD image: its kernel's metadata, or why there is none.
+void read_image_code_object(ImageView& view, std::string_view bytes) {
+  Expected<codegen::AmdgpuCodeObject> object = codegen::read_amdgpu_code_object(bytes, view.cubin.string());
+  if (!object.ok()) {
+    view.cubin_problem = object.status().message();
+    return;
+  }
+  if (const codegen::AmdgpuKernel* kernel = object->find(view.function)) {
+    view.amdgpu = *kernel;
+  } else if (view.cubin_problem.empty()) {
+    view.cubin_problem = "the code object has no kernel " + view.function;
+  }
+}
+
+// Reads the image file of a manifest image: resources of its entry function (a cubin) or its
+// kernel's metadata (an AMD code object, by e_machine), or why there are none.
+void read_image_file(ImageView& view, const std::string& expected_sha256) {
   Expected<codegen::FileContent> content = codegen::read_file_with_sha256(view.cubin);
   if (!content.ok()) {
     view.cubin_problem = content.status().message();
     return;
   }
+  const bool amdgpu = codegen::is_amdgpu_code_object(content->bytes);
   if (!expected_sha256.empty() && content->sha256 != expected_sha256)
-    view.cubin_problem = "the cubin changed since the manifest was written (its SHA-256 differs)";
+    view.cubin_problem = fmt::format("the {} changed since the manifest was written (its SHA-256 differs)",
+                                     amdgpu ? "code object" : "cubin");
+  if (amdgpu) {
+    read_image_code_object(view, content->bytes);
+    return;
+  }
   Expected<codegen::CubinInfo> info = codegen::read_cubin(content->bytes, view.cubin.string());
   if (!info.ok()) {
     view.cubin_problem = info.status().message();
@@ -123,7 +146,7 @@ Expected<Inventory> load_manifest(const fs::path& path, Inventory::Origin origin
           if (std::optional<Stage> stage = stage_from_name(stage_text))
             view.stages[*stage] = (manifest->directory / file).lexically_normal();
         view.manifest_image = image;
-        if (options.read_cubins) read_image_cubin(view, image.cubin_sha256);
+        if (options.read_cubins) read_image_file(view, image.cubin_sha256);
         inventory.images.push_back(std::move(view));
       }
     }
@@ -131,8 +154,8 @@ Expected<Inventory> load_manifest(const fs::path& path, Inventory::Origin origin
   return inventory;
 }
 
-Expected<Inventory> load_cubin(const fs::path& path) {
-  Expected<codegen::CubinInfo> info = codegen::read_cubin_file(path);
+Expected<Inventory> load_cubin(const fs::path& path, std::string_view bytes) {
+  Expected<codegen::CubinInfo> info = codegen::read_cubin(bytes, path.string());
   if (!info.ok()) return std::move(info).take_status();
   Inventory inventory;
   inventory.origin = Inventory::Origin::cubin;
@@ -154,6 +177,29 @@ Expected<Inventory> load_cubin(const fs::path& path) {
   return inventory;
 }
 
+// A bare AMD code object: one image per kernel of its metadata note.
+Expected<Inventory> load_code_object(const fs::path& path, std::string_view bytes) {
+  Expected<codegen::AmdgpuCodeObject> object = codegen::read_amdgpu_code_object(bytes, path.string());
+  if (!object.ok()) return std::move(object).take_status();
+  const std::string target = object->processor().empty() ? "amdgcn" : object->processor();
+  Inventory inventory;
+  inventory.origin = Inventory::Origin::code_object;
+  inventory.path = path;
+  inventory.targets = {target};
+  for (const codegen::AmdgpuKernel& kernel : object->kernels) {
+    ImageView view;
+    view.kernel = kernel.name;
+    view.function = kernel.name;
+    view.target = target;
+    view.cubin = path;
+    view.amdgpu = kernel;
+    inventory.kernels.push_back({kernel.name, {target}, {}});
+    inventory.images.push_back(std::move(view));
+  }
+  if (inventory.images.empty()) return usage_error(path.string() + " holds no kernel (its amdhsa.kernels is empty)");
+  return inventory;
+}
+
 bool is_elf(const fs::path& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return false;
@@ -162,6 +208,15 @@ bool is_elf(const fs::path& path) {
                    magic[3] == 'F';
   std::fclose(file);
   return elf;
+}
+
+// A bare image file: an AMD code object when it says so (e_machine) or is named .hsaco, else a cubin.
+Expected<Inventory> load_image_file(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return usage_error("cannot read " + path.string());
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (codegen::is_amdgpu_code_object(bytes) || path.extension() == ".hsaco") return load_code_object(path, bytes);
+  return load_cubin(path, bytes);
 }
 
 // Two value texts name the same value: equal text, the same number, or the same bool.
@@ -214,9 +269,10 @@ std::vector<std::string> variants_named(const Inventory& inventory, std::string_
 }
 
 Expected<std::string> resolve_variant(const Inventory& inventory, std::string_view text) {
-  if (inventory.origin == Inventory::Origin::cubin)
-    return usage_error(fmt::format("{} is a bare cubin: it has no variants (name a library folder or manifest.json)",
-                                   inventory.path.string()));
+  if (inventory.bare())
+    return usage_error(fmt::format("{} is a bare {}: it has no variants (name a library folder or manifest.json)",
+                                   inventory.path.string(),
+                                   inventory.origin == Inventory::Origin::cubin ? "cubin" : "code object"));
   std::vector<std::string> ids = variants_named(inventory, text);
   if (ids.size() == 1) return ids.front();
   if (ids.empty()) {
@@ -235,6 +291,11 @@ bool target_matches(std::string_view wanted, std::string_view target) {
 }
 
 }  // namespace
+
+bool ImageView::amd() const {
+  if (amdgpu || resources) return amdgpu.has_value();  // the file's e_machine said
+  return target.starts_with("gfx") || cubin.extension() == ".hsaco";
+}
 
 std::string ImageView::label() const {
   if (variant.empty()) return fmt::format("{} ({}, {})", function, cubin.string(), target);
@@ -256,11 +317,11 @@ Expected<Inventory> load_inventory(const fs::path& target, const LoadOptions& op
     const fs::path manifest = target / "manifest.json";
     if (!fs::is_regular_file(manifest, error))
       return usage_error(target.string() + " has no manifest.json (name a folder written by `taot build`, "
-                                           "a manifest.json or a .cubin)");
+                                           "a manifest.json, a .cubin or a .hsaco)");
     return load_manifest(manifest, Inventory::Origin::library, options);
   }
   if (!fs::exists(target, error)) return usage_error(target.string() + " does not exist");
-  if (target.extension() == ".cubin" || is_elf(target)) return load_cubin(target);
+  if (target.extension() == ".cubin" || target.extension() == ".hsaco" || is_elf(target)) return load_image_file(target);
   return load_manifest(target, Inventory::Origin::manifest, options);
 }
 

@@ -132,6 +132,24 @@ void count_sass(std::string_view line, OpCounts& counts) {
   ++counts[std::string(text.substr(0, end))];
 }
 
+// AMDGCN: an instruction's mnemonic with its encoding suffix (`v_add_f32_e32`, `buffer_load_dword`,
+// `s_waitcnt`); directives, labels, comments and the metadata block are no instructions.
+void count_amdgcn(const std::vector<std::string_view>& lines, OpCounts& counts) {
+  bool in_metadata = false;
+  for (std::string_view line : lines) {
+    std::string_view text = trim(line);
+    if (text.starts_with(".amdgpu_metadata")) in_metadata = true;
+    if (text.starts_with(".end_amdgpu_metadata")) in_metadata = false;
+    if (in_metadata) continue;
+    if (const std::size_t comment = text.find(';'); comment != std::string_view::npos) text = trim(text.substr(0, comment));
+    if (text.empty() || !std::islower(static_cast<unsigned char>(text.front()))) continue;
+    std::size_t end = 0;
+    while (end < text.size() && is_lower_word(text[end])) ++end;
+    if (end < text.size() && !is_space(text[end])) continue;  // a label (`name:`) or a dotted word
+    ++counts[std::string(text.substr(0, end))];
+  }
+}
+
 }  // namespace
 
 OpCounts count_ops(Stage stage, std::string_view text) {
@@ -149,6 +167,7 @@ OpCounts count_ops(Stage stage, std::string_view text) {
     case Stage::sass:
       for (std::string_view line : lines) count_sass(line, counts);
       break;
+    case Stage::amdgcn: count_amdgcn(lines, counts); break;
   }
   return counts;
 }

@@ -74,6 +74,7 @@ std::string origin_name(Inventory::Origin origin) {
     case Inventory::Origin::library: return "library";
     case Inventory::Origin::manifest: return "manifest";
     case Inventory::Origin::cubin: return "cubin";
+    case Inventory::Origin::code_object: return "code_object";
   }
   return "?";
 }
@@ -120,6 +121,85 @@ void add_differences(std::string& out, std::string_view title, const std::vector
     out += fmt::format("  {:<{}}  {:>{}} -> {}\n", difference.name, name_width, difference.a, a_width, difference.b);
 }
 
+// An AMD image's LDS per workgroup: the code object's fixed LDS and the dynamic LDS its launch asks
+// for (the manifest's "shared"; Triton's AMD backend allocates all of it so). Absent when neither
+// is known.
+struct LdsUsage {
+  std::optional<std::uint32_t> fixed;
+  std::optional<std::uint64_t> dynamic;
+  std::optional<std::uint64_t> total() const {
+    if (!fixed && !dynamic) return std::nullopt;
+    return fixed.value_or(0) + dynamic.value_or(0);
+  }
+};
+
+LdsUsage lds_usage(const ImageView& image) {
+  LdsUsage lds;
+  if (image.amdgpu) lds.fixed = image.amdgpu->lds;
+  if (image.manifest_image) lds.dynamic = image.manifest_image->shared;
+  return lds;
+}
+
+// The cells of an image's launch options: num_warps, num_stages, num_ctas ("-" for a bare file).
+std::vector<std::string> launch_cells(const codegen::Image* m) {
+  return {m ? std::to_string(m->num_warps) : "-", m ? std::to_string(m->num_stages) : "-",
+          m ? std::to_string(m->num_ctas) : "-"};
+}
+
+// The rows of AMD images: the code object's metadata where it was read, "-" where not.
+std::string amd_table(const std::vector<const ImageView*>& images, bool bare) {
+  std::vector<std::vector<std::string>> rows;
+  for (const ImageView* image : images) {
+    const codegen::Image* m = image->manifest_image ? &*image->manifest_image : nullptr;
+    const std::optional<codegen::AmdgpuKernel>& k = image->amdgpu;
+    std::string spills = "-";
+    if (k && (k->vgpr_spills || k->sgpr_spills)) spills = optional_text(k->vgpr_spills) + "/" + optional_text(k->sgpr_spills);
+    std::vector<std::string> row = {image->kernel};
+    if (!bare) row.push_back(image->variant);
+    row.insert(row.end(), {image->target, k ? std::to_string(k->vgprs) : "-", k ? std::to_string(k->sgprs) : "-",
+                           k ? optional_text(k->agprs) : "-", spills, optional_text(lds_usage(*image).total()),
+                           k ? std::to_string(k->scratch) + (k->dynamic_stack ? "+" : "") : "-",
+                           k ? std::to_string(k->wavefront_size) : "-"});
+    const std::vector<std::string> launch = launch_cells(m);
+    row.insert(row.end(), launch.begin(), launch.end());
+    if (!bare)
+      row.insert(row.end(), {m && !m->triton_version.empty() ? m->triton_version : "-", override_text(*image)});
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> header = {"KERNEL"};
+  std::vector<bool> right = {false};
+  if (!bare) header.push_back("VARIANT"), right.push_back(false);
+  for (const char* name : {"TARGET", "VGPRS", "SGPRS", "AGPRS", "SPILL V/S", "LDS", "SCRATCH", "WAVE", "WARPS", "STAGES", "CTAS"}) {
+    header.push_back(name);
+    right.push_back(std::string_view(name) != "TARGET");
+  }
+  if (!bare) {
+    header.insert(header.end(), {"TRITON", "OVERRIDE"});
+    right.insert(right.end(), {false, false});
+  }
+  return render_table(header, rows, right);
+}
+
+json amdgpu_json(const ImageView& image) {
+  if (!image.amdgpu) return nullptr;
+  const codegen::AmdgpuKernel& k = *image.amdgpu;
+  const LdsUsage lds = lds_usage(image);
+  return {{"symbol", k.symbol},
+          {"vgprs", k.vgprs},
+          {"sgprs", k.sgprs},
+          {"agprs", optional_json(k.agprs)},
+          {"vgpr_spills", optional_json(k.vgpr_spills)},
+          {"sgpr_spills", optional_json(k.sgpr_spills)},
+          {"lds", optional_json(lds.total())},
+          {"lds_fixed", k.lds},
+          {"lds_dynamic", optional_json(lds.dynamic)},
+          {"scratch", k.scratch},
+          {"dynamic_stack", k.dynamic_stack},
+          {"wavefront_size", k.wavefront_size},
+          {"kernarg_size", k.kernarg_size},
+          {"max_flat_workgroup_size", k.max_flat_workgroup_size}};
+}
+
 json differences_json(const std::vector<Difference>& found) {
   json object = json::object();
   for (const Difference& difference : found) object[difference.name] = {{"a", difference.a}, {"b", difference.b}};
@@ -129,10 +209,15 @@ json differences_json(const std::vector<Difference>& found) {
 }  // namespace
 
 std::string inspect_table(const Inventory& inventory, const std::vector<const ImageView*>& images) {
-  const bool bare = inventory.origin == Inventory::Origin::cubin;
+  const bool bare = inventory.bare();
+  // NVIDIA and AMD images have different facts: a table each, NVIDIA's first (alone when no image
+  // was chosen).
+  std::vector<const ImageView*> nvidia, amd;
+  for (const ImageView* image : images) (image->amd() ? amd : nvidia).push_back(image);
+  const bool show_nvidia = !nvidia.empty() || amd.empty();
   std::vector<std::vector<std::string>> rows;
   bool all_from_ptxas = true;
-  for (const ImageView* image : images) {
+  for (const ImageView* image : nvidia) {
     const ResourceUsage usage = resource_usage(*image);
     all_from_ptxas = all_from_ptxas && usage.from_ptxas;
     const codegen::Image* m = image->manifest_image ? &*image->manifest_image : nullptr;
@@ -168,7 +253,11 @@ std::string inspect_table(const Inventory& inventory, const std::vector<const Im
     header.insert(header.end(), {"TRITON", "PTXAS", "DRIVER", "OVERRIDE"});
     right.insert(right.end(), {false, false, true, false});
   }
-  std::string out = render_table(header, rows, right);
+  std::string out = show_nvidia ? render_table(header, rows, right) : std::string();
+  if (!amd.empty()) {
+    if (show_nvidia) out += "\n";
+    out += amd_table(amd, bare);
+  }
 
   const std::size_t kernels = distinct_count(images, &ImageView::kernel);
   if (bare) {
@@ -181,12 +270,22 @@ std::string inspect_table(const Inventory& inventory, const std::vector<const Im
                        distinct_count(images, &ImageView::variant) == 1 ? "" : "s", kernels, kernels == 1 ? "" : "s",
                        distinct_listing(images, &ImageView::kernel), distinct_listing(images, &ImageView::target));
   }
-  out += std::string("REGS per thread") + (bare || !all_from_ptxas ? " (from the cubin where ptxas' report was not recorded)" : " (ptxas' report)") +
-         "; SPILL ST/LD, STACK, LOCAL: bytes per thread; SMEM: bytes per block (static + dynamic); "
-         "SCRATCH: global scratch bytes per program" +
-         (bare ? std::string() : "; DRIVER: the oldest NVIDIA driver that loads the cubin (CUDA minor-version "
-                                 "compatibility of its ptxas' release)") +
-         "\n";
+  if (show_nvidia)
+    out += std::string("REGS per thread") + (bare || !all_from_ptxas ? " (from the cubin where ptxas' report was not recorded)" : " (ptxas' report)") +
+           "; SPILL ST/LD, STACK, LOCAL: bytes per thread; SMEM: bytes per block (static + dynamic); "
+           "SCRATCH: global scratch bytes per program" +
+           (bare ? std::string() : "; DRIVER: the oldest NVIDIA driver that loads the cubin (CUDA minor-version "
+                                   "compatibility of its ptxas' release)") +
+           "\n";
+  if (!amd.empty())
+    out += std::string("AMD images, from the code object's metadata note: VGPRS per work-item (with the AGPRS on "
+                       "gfx90a and later, whose one register file holds both), AGPRS per work-item, SGPRS per "
+                       "wavefront; SPILL V/S: spill stores of VGPRs/SGPRs; LDS: bytes per workgroup (the code object's fixed "
+                       "LDS") +
+           (bare ? "" : " + the launch's dynamic LDS") +
+           "); SCRATCH: private bytes per work-item (+: more at run time, the stack is dynamic); WAVE: lanes per "
+           "wavefront" +
+           (bare ? "" : "; WARPS: wavefronts per workgroup") + "\n";
   for (const ImageView* image : images)
     if (!image->cubin_problem.empty()) out += fmt::format("note: {}: {}\n", image->label(), image->cubin_problem);
   return out;
@@ -204,7 +303,7 @@ std::string inspect_json(const Inventory& inventory, const std::vector<const Ima
                   {"target", image->target},
                   {"cubin", image->cubin.string()},
                   {"registers", optional_json(usage.registers)},
-                  {"registers_from", usage.from_ptxas ? "ptxas" : "cubin"},
+                  {"registers_from", image->amd() ? json(nullptr) : json(usage.from_ptxas ? "ptxas" : "cubin")},
                   {"spill_stores", optional_json(usage.spill_stores)},
                   {"spill_loads", optional_json(usage.spill_loads)},
                   {"stack", optional_json(usage.stack)},
@@ -252,6 +351,7 @@ std::string inspect_json(const Inventory& inventory, const std::vector<const Ima
     } else {
       entry["cubin_resources"] = nullptr;
     }
+    entry["amdgpu"] = amdgpu_json(*image);
     entry["problem"] = image->cubin_problem.empty() ? json(nullptr) : json(image->cubin_problem);
     list.push_back(std::move(entry));
   }

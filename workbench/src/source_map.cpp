@@ -315,11 +315,12 @@ Locations llvm_locations(const std::vector<std::string_view>& lines) {
   return locations;
 }
 
-// ---- PTX ----
+// ---- PTX and AMDGCN ----
 
-// The inlining chain LLVM writes after `.loc`: `// standard.py:170:27 @[ standard.py:191:40 @[ k.py:17:39 ] ]`
+// The inlining chain LLVM writes after `.loc` (after `;` in AMDGCN):
+// `// standard.py:170:27 @[ standard.py:191:40 @[ k.py:17:39 ] ]`
 // (file names without folders): the frames after the first.
-SourceFrames ptx_inlined_at(std::string_view comment, const std::unordered_map<std::uint32_t, std::string>& files) {
+SourceFrames inlined_at_comment(std::string_view comment, const std::unordered_map<std::uint32_t, std::string>& files) {
   SourceFrames frames;
   std::size_t at = comment.find("@[ ");
   while (at != std::string_view::npos) {
@@ -346,24 +347,52 @@ SourceFrames ptx_inlined_at(std::string_view comment, const std::unordered_map<s
   return frames;
 }
 
-Locations ptx_locations(const std::vector<std::string_view>& lines) {
+bool skip_spaces_and_commas(std::string_view text, std::size_t& at) {
+  const std::size_t start = at;
+  while (at < text.size() && (std::isspace(static_cast<unsigned char>(text[at])) || text[at] == ',')) ++at;
+  return at > start;
+}
+
+// `.file N "path"`, or `.file N "directory" "name"` (AMDGCN; then maybe `md5 0x...`): N and the
+// path; nothing for another line (the ELF `.file "name"` has no number).
+std::optional<std::pair<std::uint32_t, std::string>> file_directive(std::string_view text) {
+  if (!text.starts_with(".file")) return std::nullopt;
+  std::size_t at = 5;
+  if (!skip_spaces_and_commas(text, at)) return std::nullopt;
+  std::optional<std::uint32_t> number = parse_number(text, at);
+  skip_spaces_and_commas(text, at);
+  std::optional<std::string> first = parse_quoted(text, at);
+  if (!number || !first) return std::nullopt;
+  skip_spaces_and_commas(text, at);
+  std::optional<std::string> name = parse_quoted(text, at);
+  if (!name) return std::pair{*number, *first};
+  if (name->starts_with("/") || first->empty()) return std::pair{*number, *name};
+  return std::pair{*number, *first + (first->ends_with("/") ? "" : "/") + *name};
+}
+
+// A new function, a section or data ends the last `.loc`'s reach.
+bool ends_location(Stage stage, std::string_view line, std::string_view text) {
+  if (text.starts_with(".section")) return true;
+  if (stage == Stage::ptx)
+    return line.starts_with("}") || text.starts_with(".visible") || text.starts_with(".entry") ||
+           text.starts_with(".func");
+  return text.starts_with(".globl") || text.starts_with(".type") || text.starts_with(".Lfunc_end") ||
+         text.starts_with(".amdhsa_kernel") || text.starts_with(".amdgpu_metadata");
+}
+
+// PTX and AMDGCN assembly: `.file` and `.loc FILE LINE COL` directives as LLVM writes both, with the
+// inlining chain in the comment after `.loc` (`//` in PTX, `;` in AMDGCN).
+Locations assembly_locations(Stage stage, const std::vector<std::string_view>& lines) {
+  const std::string_view comment_lead = stage == Stage::ptx ? "//" : ";";
   std::unordered_map<std::uint32_t, std::string> files;
-  for (std::string_view line : lines) {
-    const std::string_view text = trim(line);
-    if (!text.starts_with(".file")) continue;
-    std::size_t at = 5;
-    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
-    std::optional<std::uint32_t> number = parse_number(text, at);
-    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
-    std::optional<std::string> name = parse_quoted(text, at);
-    if (number && name) files[*number] = *name;
-  }
+  for (std::string_view line : lines)
+    if (auto file = file_directive(trim(line))) files[file->first] = std::move(file->second);
   Locations locations;
   locations.reserve(lines.size());
   SourceFrames current;
   for (std::string_view line : lines) {
     const std::string_view text = trim(line);
-    if (text.starts_with(".loc")) {
+    if (text.starts_with(".loc") && text.size() > 4 && std::isspace(static_cast<unsigned char>(text[4]))) {
       std::size_t at = 4;
       while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
       std::optional<std::uint32_t> file = parse_number(text, at);
@@ -373,16 +402,15 @@ Locations ptx_locations(const std::vector<std::string_view>& lines) {
       if (file && number && *number > 0)
         if (auto name = files.find(*file); name != files.end()) {
           current.push_back({name->second, *number});
-          if (const std::size_t comment = text.find("//"); comment != std::string_view::npos) {
-            SourceFrames callers = ptx_inlined_at(text.substr(comment), files);
+          if (const std::size_t comment = text.find(comment_lead); comment != std::string_view::npos) {
+            SourceFrames callers = inlined_at_comment(text.substr(comment), files);
             current.insert(current.end(), callers.begin(), callers.end());
           }
         }
-    } else if (line.starts_with("}") || text.starts_with(".visible") || text.starts_with(".entry") ||
-               text.starts_with(".func") || text.starts_with(".section")) {
+    } else if (ends_location(stage, line, text)) {
       current.clear();
     }
-    const bool code = !text.empty() && !text.starts_with("//") && !text.starts_with(".file");
+    const bool code = !text.empty() && !text.starts_with(comment_lead) && !text.starts_with(".file");
     locations.push_back(code ? current : SourceFrames());
   }
   return locations;
@@ -449,7 +477,7 @@ std::string percent_decoded(std::string_view text) {
   return decoded;
 }
 
-std::string_view comment_marker(Stage stage) { return stage == Stage::llir ? ";" : "//"; }
+std::string_view comment_marker(Stage stage) { return stage == Stage::llir || stage == Stage::amdgcn ? ";" : "//"; }
 
 }  // namespace
 
@@ -490,7 +518,8 @@ std::vector<SourceFrames> line_locations(Stage stage, std::string_view text) {
     case Stage::ttir:
     case Stage::ttgir: return mlir_locations(lines);
     case Stage::llir: return llvm_locations(lines);
-    case Stage::ptx: return ptx_locations(lines);
+    case Stage::ptx:
+    case Stage::amdgcn: return assembly_locations(stage, lines);
     case Stage::sass: return sass_locations(lines);
   }
   return Locations(lines.size());

@@ -1,6 +1,7 @@
 // Stage texts: IR files and nvdisasm.
 #include "taot/workbench/stage_text.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -31,6 +32,16 @@ fs::path triton_tool_folder() {
        "print(os.path.join(os.path.dirname(s.origin), 'backends', 'nvidia', 'bin') if s else '')"});
   if (!output.ok() || output->exit_code != 0) return {};
   return fs::path(std::string(trim(output->out)));
+}
+
+// "a", "a and b", "a, b and c".
+std::string spoken_list(const std::vector<std::string>& items) {
+  std::string text;
+  for (std::size_t index = 0; index < items.size(); ++index) {
+    if (index > 0) text += index + 1 == items.size() ? " and " : ", ";
+    text += items[index];
+  }
+  return text;
 }
 
 }  // namespace
@@ -71,6 +82,21 @@ Expected<std::string> disassemble(const fs::path& nvdisasm, const fs::path& cubi
 }
 
 Expected<std::string> stage_text(const ImageView& image, Stage stage, const StageTextOptions& options) {
+  const table::Vendor vendor = image.vendor();
+  // What the image has, for messages: its kept IR files, and an NVIDIA image's sass (the cubin).
+  std::vector<std::string> has;
+  for (const auto& [kept, path] : image.stages) has.emplace_back(stage_name(kept));
+  if (vendor == table::Vendor::nvidia) has.emplace_back(stage_name(Stage::sass));
+  if (!stage_of_vendor(stage, vendor)) {
+    const table::Vendor other = vendor == table::Vendor::amd ? table::Vendor::nvidia : table::Vendor::amd;
+    const std::string what_it_has =
+        has.empty() ? fmt::format("it has no stage kept; an {} image can have {}", vendor_title(vendor),
+                                  stage_names(vendor))
+                    : "it has " + spoken_list(has);
+    return usage_error(fmt::format("{} is an {} image: {} is {} {} ({})", image.label(), vendor_title(vendor),
+                                   stage_name(stage), vendor_title(other),
+                                   stage == Stage::sass ? "machine code" : "assembly", what_it_has));
+  }
   if (stage == Stage::sass) {
     fs::path nvdisasm = options.nvdisasm;
     if (nvdisasm.empty()) {
@@ -95,12 +121,16 @@ Expected<std::string> stage_text(const ImageView& image, Stage stage, const Stag
   }
   auto file = image.stages.find(stage);
   if (file == image.stages.end()) {
-    std::string kept;
-    for (const auto& [have, path] : image.stages) kept += (kept.empty() ? "" : ", ") + std::string(stage_name(have));
-    return usage_error(image.label() + " has no " + std::string(stage_name(stage)) + " kept (" +
-                       (kept.empty() ? std::string("no IR was kept: built with --ir none; sass is always there")
-                                     : "it has " + kept + " and sass") +
-                       ")");
+    std::string why;
+    if (!image.manifest_image)
+      why = vendor == table::Vendor::amd ? "a bare code object keeps no IR: name the library it came from"
+                                         : "a bare cubin keeps no IR; sass is always there";
+    else if (image.stages.empty())
+      why = vendor == table::Vendor::amd ? "no IR was kept: built with --ir none"
+                                         : "no IR was kept: built with --ir none; sass is always there";
+    else
+      why = "it has " + spoken_list(has);
+    return usage_error(fmt::format("{} has no {} kept ({})", image.label(), stage_name(stage), why));
   }
   return read_text_file(file->second);
 }

@@ -15,7 +15,37 @@ namespace taot::workbench {
 
 namespace {
 
-constexpr std::array<Stage, 5> kStages = {Stage::ttir, Stage::ttgir, Stage::llir, Stage::ptx, Stage::sass};
+// Every stage once, in the enum's order: its name and whose images have it (both vendors: no vendor).
+struct StageEntry {
+  Stage stage;
+  std::string_view name;
+  std::optional<table::Vendor> vendor;
+};
+
+constexpr std::array<StageEntry, 6> kStageTable = {{
+    {Stage::ttir, "ttir", std::nullopt},
+    {Stage::ttgir, "ttgir", std::nullopt},
+    {Stage::llir, "llir", std::nullopt},
+    {Stage::ptx, "ptx", table::Vendor::nvidia},
+    {Stage::sass, "sass", table::Vendor::nvidia},
+    {Stage::amdgcn, "amdgcn", table::Vendor::amd},
+}};
+
+constexpr std::array<Stage, kStageTable.size()> kStages = [] {
+  std::array<Stage, kStageTable.size()> stages{};
+  for (std::size_t index = 0; index < kStageTable.size(); ++index) stages[index] = kStageTable[index].stage;
+  return stages;
+}();
+
+constexpr bool in_enum_order() {
+  for (std::size_t index = 0; index < kStageTable.size(); ++index)
+    if (static_cast<std::size_t>(kStageTable[index].stage) != index) return false;
+  return true;
+}
+static_assert(in_enum_order() && static_cast<std::size_t>(Stage::amdgcn) + 1 == kStageTable.size(),
+              "kStageTable has one entry per Stage, in the enum's order");
+
+const StageEntry& entry_of(Stage stage) noexcept { return kStageTable[static_cast<std::size_t>(stage)]; }
 
 Expected<std::string> read_bytes(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
@@ -57,16 +87,7 @@ Expected<std::string> gunzip(const std::string& compressed, const std::filesyste
 
 std::span<const Stage> all_stages() noexcept { return kStages; }
 
-std::string_view stage_name(Stage stage) noexcept {
-  switch (stage) {
-    case Stage::ttir: return "ttir";
-    case Stage::ttgir: return "ttgir";
-    case Stage::llir: return "llir";
-    case Stage::ptx: return "ptx";
-    case Stage::sass: return "sass";
-  }
-  return "?";
-}
+std::string_view stage_name(Stage stage) noexcept { return entry_of(stage).name; }
 
 std::optional<Stage> stage_from_name(std::string_view name) noexcept {
   for (Stage stage : kStages)
@@ -82,6 +103,29 @@ std::string stage_names() {
   }
   return names;
 }
+
+std::vector<std::string> stage_name_list() {
+  std::vector<std::string> names;
+  for (Stage stage : kStages) names.emplace_back(stage_name(stage));
+  return names;
+}
+
+bool stage_of_vendor(Stage stage, table::Vendor vendor) noexcept {
+  const std::optional<table::Vendor> only = entry_of(stage).vendor;
+  return !only || *only == vendor;
+}
+
+std::string stage_names(table::Vendor vendor) {
+  std::string names;
+  for (Stage stage : kStages) {
+    if (!stage_of_vendor(stage, vendor)) continue;
+    if (!names.empty()) names += ", ";
+    names += stage_name(stage);
+  }
+  return names;
+}
+
+std::string_view vendor_title(table::Vendor vendor) noexcept { return vendor == table::Vendor::amd ? "AMD" : "NVIDIA"; }
 
 std::optional<Stage> stage_of_file(const std::filesystem::path& path) noexcept {
   std::string name = path.filename().string();

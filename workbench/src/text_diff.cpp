@@ -252,6 +252,16 @@ std::string without_locations(Stage stage, std::string_view text) {
           out += kept;
         }
         break;
+      case Stage::amdgcn:
+        // Debug sections run to the next section; `.Ltmp` labels only mark where locations change.
+        if (trimmed.starts_with(".section") || trimmed.starts_with(".text") || trimmed.starts_with(".data"))
+          in_debug_section = trimmed.starts_with(".section") && trimmed.find(".debug_") != std::string_view::npos;
+        if (in_debug_section) continue;
+        if (trimmed.starts_with(".loc\t") || trimmed.starts_with(".loc ") || trimmed.starts_with(".file") ||
+            trimmed.starts_with(".Ltmp"))
+          continue;
+        out += line;
+        break;
       case Stage::sass: {
         if (trimmed.starts_with("//##")) continue;
         std::string_view kept = line;

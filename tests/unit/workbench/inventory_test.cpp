@@ -1,5 +1,5 @@
-// Loading libraries, manifests and cubins into images; choosing images; the reports and the
-// comparison of two images.
+// Loading libraries, manifests, cubins and AMD code objects into images; choosing images; the
+// reports and the comparison of two images.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -217,6 +217,164 @@ TEST(Inventory, BareCubinsAndWhatIsNoTarget) {
   Expected<Inventory> wrong = load_inventory(dir.path() / "manifest.json");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("manifest.json"), std::string::npos) << wrong.status().message();
+}
+
+// A real code object of Triton 3.6 (tests/unit/codegen/data/README.md): dot_kernel for gfx942 with
+// 64 VGPRs, 18 SGPRs, 0 AGPRs, 374 VGPRs and 0 SGPRs spilled, no fixed LDS, 816 bytes of scratch.
+std::string spilling_code_object() {
+  return codegen::testing::read_file(std::filesystem::path(TAOT_TEST_CODEGEN_DATA) / "amdgpu_3.6.0_gfx942_spills.hsaco");
+}
+
+TEST(Inventory, BareCodeObjectsByNameOrMachine) {
+  TempDir dir;
+  const std::string hsaco = spilling_code_object();
+  write_file(dir.path() / "k.hsaco", hsaco);
+  write_file(dir.path() / "k.bin", hsaco);  // no .hsaco: known by its e_machine
+  for (const char* file : {"k.hsaco", "k.bin"}) {
+    Expected<Inventory> loaded = load_inventory(dir.path() / file);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    EXPECT_EQ(loaded->origin, Inventory::Origin::code_object) << file;
+    EXPECT_TRUE(loaded->bare());
+    EXPECT_EQ(loaded->targets, std::vector<std::string>{"gfx942"});
+    ASSERT_EQ(loaded->images.size(), 1u);
+    const ImageView& image = loaded->images[0];
+    EXPECT_EQ(image.kernel, "dot_kernel");
+    EXPECT_EQ(image.target, "gfx942");
+    EXPECT_TRUE(image.amd());
+    EXPECT_FALSE(image.resources.has_value());
+    ASSERT_TRUE(image.amdgpu.has_value());
+    EXPECT_EQ(image.amdgpu->vgprs, 64u);
+    EXPECT_EQ(image.amdgpu->vgpr_spills, 374u);
+    EXPECT_EQ(image.amdgpu->scratch, 816u);
+  }
+  Expected<Inventory> loaded = load_inventory(dir.path() / "k.hsaco");
+  ASSERT_TRUE(loaded.ok());
+  Expected<std::vector<const ImageView*>> chosen = select_images(*loaded, {.targets = {"gfx942"}});
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  EXPECT_EQ(chosen->size(), 1u);
+  Expected<std::vector<const ImageView*>> variant = select_images(*loaded, {.variants = {"x"}});
+  ASSERT_FALSE(variant.ok());
+  EXPECT_NE(variant.status().message().find("k.hsaco is a bare code object: it has no variants"), std::string::npos)
+      << variant.status().message();
+
+  const std::string table = inspect_table(*loaded, *chosen);
+  EXPECT_NE(table.find("KERNEL      TARGET  VGPRS  SGPRS  AGPRS  SPILL V/S  LDS  SCRATCH  WAVE  WARPS  STAGES  CTAS\n"
+                       "dot_kernel  gfx942     64     18      0      374/0    0      816    64      -       -     -\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("1 kernel in "), std::string::npos) << table;
+  EXPECT_EQ(table.find("REGS"), std::string::npos) << "no NVIDIA table, no ptxas words: " << table;
+  EXPECT_NE(table.find("from the code object's metadata note"), std::string::npos) << table;
+
+  const nlohmann::json json = nlohmann::json::parse(inspect_json(*loaded, *chosen));
+  EXPECT_EQ(json["origin"], "code_object");
+  const nlohmann::json& entry = json["images"][0];
+  EXPECT_TRUE(entry["registers"].is_null());
+  EXPECT_TRUE(entry["registers_from"].is_null()) << "AMD registers are not ptxas' nor a cubin's";
+  EXPECT_TRUE(entry["cubin_resources"].is_null());
+  EXPECT_EQ(entry["amdgpu"]["vgprs"], 64);
+  EXPECT_EQ(entry["amdgpu"]["sgprs"], 18);
+  EXPECT_EQ(entry["amdgpu"]["agprs"], 0);
+  EXPECT_EQ(entry["amdgpu"]["vgpr_spills"], 374);
+  EXPECT_EQ(entry["amdgpu"]["sgpr_spills"], 0);
+  EXPECT_EQ(entry["amdgpu"]["lds"], 0);
+  EXPECT_TRUE(entry["amdgpu"]["lds_dynamic"].is_null()) << "a bare code object has no launch";
+  EXPECT_EQ(entry["amdgpu"]["scratch"], 816);
+  EXPECT_EQ(entry["amdgpu"]["wavefront_size"], 64);
+  EXPECT_EQ(entry["amdgpu"]["symbol"], "dot_kernel.kd");
+}
+
+TEST(Inventory, ABrokenBareCodeObjectIsAnErrorNamingIt) {
+  TempDir dir;
+  const std::string hsaco = spilling_code_object();
+  write_file(dir.path() / "cut.hsaco", hsaco.substr(0, hsaco.size() / 2));
+  Expected<Inventory> cut = load_inventory(dir.path() / "cut.hsaco");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("cut.hsaco: not a valid AMDGPU code object"), std::string::npos)
+      << cut.status().message();
+  write_file(dir.path() / "text.hsaco", "not an ELF");
+  Expected<Inventory> text = load_inventory(dir.path() / "text.hsaco");
+  ASSERT_FALSE(text.ok());
+  EXPECT_NE(text.status().message().find("text.hsaco: not a valid AMDGPU code object: no ELF header"),
+            std::string::npos)
+      << text.status().message();
+}
+
+// The demo library with its noop kernel built for gfx942 instead: a real code object as its image
+// (a library of NVIDIA and AMD images), and one whose code object is truncated.
+TEST(Inventory, ManifestImagesThatAreCodeObjectsGetTheirMetadata) {
+  TempDir dir;
+  ManifestBuilder builder(dir.path());
+  const std::string hsaco = spilling_code_object();
+  builder.json["targets"].push_back("gfx942");
+  nlohmann::json* noop = nullptr;
+  for (nlohmann::json& kernel : builder.json["kernels"])
+    if (kernel["name"] == "noop") noop = &kernel;
+  ASSERT_NE(noop, nullptr);
+  (*noop)["targets"] = {"gfx942"};
+  nlohmann::json& image = (*noop)["variants"][0]["images"][0];
+  image["target"] = "gfx942";
+  image["arch"] = 0;
+  image["arch_specific"] = false;
+  image["launch_pdl"] = false;
+  image["function_name"] = "dot_kernel";
+  image["cubin"] = "artifacts/noop_0/gfx942/dot_kernel.hsaco";
+  image["cubin_sha256"] = codegen::sha256_hex(hsaco).value();
+  image["shared"] = 4096;
+  write_file(dir.path() / image["cubin"].get<std::string>(), hsaco);
+  builder.write();
+
+  Expected<Inventory> loaded = load_inventory(dir.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  Expected<std::vector<const ImageView*>> amd = select_images(*loaded, {.kernels = {"noop"}});
+  ASSERT_TRUE(amd.ok()) << amd.status().message();
+  ASSERT_EQ(amd->size(), 1u);
+  const ImageView& view = *amd->front();
+  EXPECT_TRUE(view.cubin_problem.empty()) << view.cubin_problem;
+  EXPECT_TRUE(view.amd());
+  EXPECT_FALSE(view.resources.has_value());
+  ASSERT_TRUE(view.amdgpu.has_value());
+  EXPECT_EQ(view.amdgpu->sgprs, 18u);
+  EXPECT_FALSE(resource_usage(view).registers.has_value()) << "no NVIDIA resource usage for an AMD image";
+
+  // A table of NVIDIA images, then one of AMD images; LDS adds the launch's dynamic LDS to the fixed.
+  Expected<std::vector<const ImageView*>> both = select_images(*loaded, {.kernels = {"add_kernel", "noop"}});
+  ASSERT_TRUE(both.ok());
+  const std::string table = inspect_table(*loaded, *both);
+  const std::size_t nvidia = table.find("REGS");
+  const std::size_t amd_header = table.find("VGPRS");
+  ASSERT_NE(nvidia, std::string::npos) << table;
+  ASSERT_NE(amd_header, std::string::npos) << table;
+  EXPECT_LT(nvidia, amd_header) << table;
+  EXPECT_NE(table.find("noop    noop_0   gfx942     64     18      0      374/0  4096      816    64      1       3     1  -       -\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("+ the launch's dynamic LDS"), std::string::npos) << table;
+  const nlohmann::json json = nlohmann::json::parse(inspect_json(*loaded, *both));
+  const nlohmann::json& last = json["images"].back();
+  EXPECT_EQ(last["target"], "gfx942");
+  EXPECT_EQ(last["amdgpu"]["lds"], 4096);
+  EXPECT_EQ(last["amdgpu"]["lds_fixed"], 0);
+  EXPECT_EQ(last["amdgpu"]["lds_dynamic"], 4096);
+  EXPECT_TRUE(json["images"][0]["amdgpu"].is_null()) << "an NVIDIA image";
+  EXPECT_EQ(json["images"][0]["registers_from"], "cubin") << "NVIDIA images as before";
+
+  // A truncated code object is a note on its image, naming the file, not a failure.
+  const std::string cut = hsaco.substr(0, 1000);
+  write_file(dir.path() / image["cubin"].get<std::string>(), cut);
+  image["cubin_sha256"] = codegen::sha256_hex(cut).value();
+  builder.write();
+  Expected<Inventory> damaged = load_inventory(dir.path());
+  ASSERT_TRUE(damaged.ok()) << damaged.status().message();
+  Expected<std::vector<const ImageView*>> noop_only = select_images(*damaged, {.kernels = {"noop"}});
+  ASSERT_TRUE(noop_only.ok());
+  ASSERT_EQ(noop_only->size(), 1u);
+  const ImageView& broken = *noop_only->front();
+  EXPECT_FALSE(broken.amdgpu.has_value());
+  EXPECT_NE(broken.cubin_problem.find("dot_kernel.hsaco: not a valid AMDGPU code object"), std::string::npos)
+      << broken.cubin_problem;
+  const std::string damaged_table = inspect_table(*damaged, *noop_only);
+  EXPECT_NE(damaged_table.find("note: noop noop_0 gfx942: "), std::string::npos) << damaged_table;
 }
 
 }  // namespace

@@ -28,13 +28,32 @@ std::string gzip(const std::string& text) {
 TEST(Stages, NamesAndFileNames) {
   EXPECT_EQ(stage_from_name("ttgir"), Stage::ttgir);
   EXPECT_EQ(stage_from_name("llvm"), std::nullopt);
-  EXPECT_EQ(stage_names(), "ttir, ttgir, llir, ptx, sass");
+  EXPECT_EQ(stage_names(), "ttir, ttgir, llir, ptx, sass, amdgcn");
+  EXPECT_EQ(stage_from_name("amdgcn"), Stage::amdgcn);
+  EXPECT_EQ(stage_name(Stage::amdgcn), "amdgcn");
+  EXPECT_EQ(stage_of_file("lib/artifacts/v/gfx942/k.amdgcn.gz"), Stage::amdgcn);
+  EXPECT_EQ(stage_of_file("k.amdgcn"), Stage::amdgcn);
+  EXPECT_EQ(stage_of_file("k.hsaco"), std::nullopt) << "a code object is no stage's text";
   EXPECT_EQ(stage_of_file("a/k.ttgir.gz"), Stage::ttgir);
   EXPECT_EQ(stage_of_file("k.ptx"), Stage::ptx);
   EXPECT_EQ(stage_of_file("k.ll"), Stage::llir);
   EXPECT_EQ(stage_of_file("k.cubin"), Stage::sass);
   EXPECT_EQ(stage_of_file("k.json"), std::nullopt);
   EXPECT_EQ(stage_of_file("README"), std::nullopt);
+}
+
+TEST(Stages, EachVendorHasTheIrStagesAndItsOwnAssembly) {
+  EXPECT_EQ(stage_names(table::Vendor::nvidia), "ttir, ttgir, llir, ptx, sass");
+  EXPECT_EQ(stage_names(table::Vendor::amd), "ttir, ttgir, llir, amdgcn");
+  for (Stage stage : {Stage::ttir, Stage::ttgir, Stage::llir}) {
+    EXPECT_TRUE(stage_of_vendor(stage, table::Vendor::nvidia)) << stage_name(stage);
+    EXPECT_TRUE(stage_of_vendor(stage, table::Vendor::amd)) << stage_name(stage);
+  }
+  EXPECT_FALSE(stage_of_vendor(Stage::ptx, table::Vendor::amd));
+  EXPECT_FALSE(stage_of_vendor(Stage::sass, table::Vendor::amd));
+  EXPECT_FALSE(stage_of_vendor(Stage::amdgcn, table::Vendor::nvidia));
+  EXPECT_EQ(stage_name_list().size(), all_stages().size());
+  EXPECT_EQ(vendor_title(table::Vendor::amd), "AMD");
 }
 
 TEST(Stages, ReadsPlainAndGzipFilesAndNamesFailures) {

@@ -1,5 +1,6 @@
-// An image's resource usage (ptxas' report where the build recorded it, else the cubin) and launch
-// metadata as comparable facts, and the differences between two images.
+// An image's resource usage (ptxas' report where the build recorded it, else the cubin; an AMD
+// image's code object metadata) and launch metadata as comparable facts, and the differences
+// between two images.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +34,10 @@ ResourceUsage resource_usage(const ImageView& image);
 // launch_cooperative_grid, versions, tensordesc layout and TMA maps, override); a bare cubin has
 // only kernel and target.
 std::vector<NamedValue> metadata_facts(const ImageView& image);
-// Resource usage as text (registers, spill_stores, spill_loads, stack, local, static_shared); "-"
-// when unknown.
+// Resource usage as text; "-" when unknown. An NVIDIA image: registers, spill_stores, spill_loads,
+// stack, local, static_shared. An AMD image, from its code object's metadata note: vgprs, sgprs,
+// agprs, vgpr_spills, sgpr_spills, lds_fixed (the launch's dynamic LDS is the metadata's shared),
+// scratch, dynamic_stack, wavefront_size.
 std::vector<NamedValue> resource_facts(const ImageView& image);
 
 // One fact with different values on the two sides ("-" where a side lacks it).

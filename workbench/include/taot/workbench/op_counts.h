@@ -1,6 +1,7 @@
 // How many of each operation a stage's text holds: MLIR ops by dialect name (`tt.load`,
 // `arith.addf`), LLVM IR instructions by opcode (calls by callee: `call @llvm.nvvm.read.ptx.sreg.tid.x`,
-// `call asm`), PTX and SASS instructions by opcode with modifiers (`ld.global.v4.b32`, `LDG.E.128`).
+// `call asm`), PTX and SASS instructions by opcode with modifiers (`ld.global.v4.b32`, `LDG.E.128`),
+// AMDGCN instructions by mnemonic with their encoding (`v_add_f32_e32`, `global_load_dwordx4`).
 #pragma once
 
 #include <cstddef>

@@ -16,7 +16,9 @@ namespace taot::workbench {
 // One row per image (kernel, variant, target, registers, spill stores/loads, stack, shared memory,
 // local memory, warps, stages, CTAs, scratch; for a library or manifest also the Triton and ptxas
 // versions, the oldest driver that loads the cubin and the override), then a count line and notes
-// (cubins that could not be read or changed since the manifest was written).
+// (cubins that could not be read or changed since the manifest was written). AMD images get a
+// table of their own after it, of their code object's metadata (VGPRs, SGPRs, AGPRs, spills, LDS,
+// scratch, wavefront size), with the launch options, the Triton version and the override.
 std::string inspect_table(const Inventory& inventory, const std::vector<const ImageView*>& images);
 
 // The JSON documents of `taot inspect --json` and `taot diff --json` carry their schema, as every
@@ -24,7 +26,8 @@ std::string inspect_table(const Inventory& inventory, const std::vector<const Im
 // "schema_version": kJsonSchemaVersion.
 inline constexpr int kJsonSchemaVersion = 1;
 
-// {"origin", "path", "library", "count", "total", "images": [...]} with every fact of each image.
+// {"origin", "path", "library", "count", "total", "images": [...]} with every fact of each image;
+// an AMD image's code object metadata under "amdgpu" (null for NVIDIA images), its cubin facts null.
 std::string inspect_json(const Inventory& inventory, const std::vector<const ImageView*>& images);
 
 // One image's stage: {"kernel", "variant", "target", "stage", "op_counts", "text"}.

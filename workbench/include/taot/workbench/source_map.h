@@ -5,6 +5,8 @@
 //   llir:        `!dbg !N` -> `!DILocation(line: L, scope: ..., inlinedAt: ...)` -> the scope's `!DIFile`;
 //   ptx:         `.loc FILE LINE COL` with `.file FILE "path"`, inlining from the comment LLVM writes
 //                after it (`// standard.py:170:27 @[ kernel.py:17:39 ]`);
+//   amdgcn:      the same directives, `.file FILE "directory" "name"` (maybe `md5 0x...` after),
+//                and the comment after `.loc` starts with `;`;
 //   sass:        nvdisasm's line-info comments (`//## File "path", line L [inlined at "path", line M]`).
 // Inlined code has several frames; the one shown is the innermost outside Triton's own language
 // library (triton/language/), so that a `tl.max` shows the kernel's line that called it.
@@ -66,7 +68,7 @@ class SourceFiles {
 std::string sass_with_ptx_locations(std::string_view sass, std::string_view ptx);
 
 // `text` with a comment before each line whose shown frame differs from the last one shown:
-// `// vector_add.py:12  x = tl.load(x_ptr + offsets, mask=in_bounds)` (`;` in LLVM IR), indented as
+// `// vector_add.py:12  x = tl.load(x_ptr + offsets, mask=in_bounds)` (`;` in LLVM IR and AMDGCN), indented as
 // that line, ending `[standard.py:170]` when the innermost frame is another. For sass, nvdisasm's
 // line-info comments are replaced by these.
 std::string interleave_source(Stage stage, std::string_view text, SourceFiles& files);

@@ -1,5 +1,5 @@
-// The text of an image's stage: its kept IR file, or its cubin disassembled by nvdisasm (with line
-// information when asked), and finding nvdisasm.
+// The text of an image's stage: its kept IR file (an AMD image's amdgcn among them), or its cubin
+// disassembled by nvdisasm (with line information when asked), and finding nvdisasm.
 #pragma once
 
 #include <filesystem>
@@ -33,8 +33,10 @@ struct StageTextOptions {
 // The text of `stage` of `image`. sass with line info: when the image kept its PTX (and was not
 // rebuilt from an edited PTX or cubin), nvdisasm -gp translated through the PTX's locations
 // (sass_with_ptx_locations: inlined code keeps the kernel's lines); else nvdisasm -gi. Fails
-// naming the image, the stage and the stages it has when the IR was not kept (built with --ir
-// none) or the file is missing or unreadable.
+// naming the image, the stage and the stages it has when the stage is another vendor's (ptx or
+// sass of an AMD image, amdgcn of an NVIDIA one; the message names the image's vendor), when the
+// IR was not kept (built with --ir none; a bare cubin or code object keeps none) or the file is
+// missing or unreadable.
 Expected<std::string> stage_text(const ImageView& image, Stage stage, const StageTextOptions& options = {});
 
 }  // namespace taot::workbench

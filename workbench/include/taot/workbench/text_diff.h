@@ -31,8 +31,9 @@ std::string unified_diff(std::string_view a, std::string_view b, std::string_vie
                          std::size_t context = 3);
 
 // `text` without what makes the same code differ between two builds: MLIR `loc(...)` and `#loc`
-// aliases, LLVM `!dbg` attachments and debug metadata, PTX `.loc`/`.file` lines and debug
-// sections, SASS line-info comments and instruction addresses. Pure.
+// aliases, LLVM `!dbg` attachments and debug metadata, PTX and AMDGCN `.loc`/`.file` lines and
+// debug sections (AMDGCN's `.Ltmp` labels too), SASS line-info comments and instruction addresses.
+// Pure.
 std::string without_locations(Stage stage, std::string_view text);
 
 }  // namespace taot::workbench
