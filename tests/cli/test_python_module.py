@@ -79,9 +79,10 @@ def test_imports_and_lists_variants(module_dir):
     """)
     assert out.startswith("192 {'BLOCK_SIZE': 256, 'num_warps': 4, 'num_stages': 3} add_kernel_fp32a16")
     images = check(module_dir, "print(va.add_kernel_variants()[0]['images'])")
-    assert images.startswith("[{'target': 'sm_90', 'arch': 90, 'shared': 0, 'num_warps': 4, 'num_ctas': 1, 'global_scratch_size': 0,"), images
+    assert images.startswith("[{'target': 'sm_90', 'arch': 90, 'warp_size': 32, 'shared': 0, 'num_warps': 4, 'num_ctas': 1, 'global_scratch_size': 0,"), images
     import triton
     assert f"'triton_version': '{triton.__version__}', 'ptxas_version': '" in images, images
+    assert "'vendor': 'nvidia'" in images, images  # the image's driver (docs/amd.md)
     layout = "3.5" if triton.__version__ < "3.7" else "3.7"
     assert f"'launch_abi': {{'tensordesc_layout': '{layout}', 'scratch_pointers': 2}}, 'min_driver': " in images, images
     keys = check(module_dir, "print(*va.add_kernel_variants()[0]['images'][0])").split()

@@ -17,7 +17,7 @@ from taot.errors import CompileError
 from taot.compile.ir_files import read_stage
 from taot.triton_api import versions
 
-MANIFEST_IMAGE_KEYS = {"target", "arch", "arch_specific", "dir", "cubin", "cubin_sha256", "function_name",
+MANIFEST_IMAGE_KEYS = {"target", "arch", "vendor", "warp_size", "arch_specific", "dir", "cubin", "cubin_sha256", "function_name",
                        "num_warps", "num_ctas", "num_stages", "shared", "global_scratch_size",
                        "global_scratch_align", "profile_scratch_size", "profile_scratch_align",
                        "launch_cooperative_grid", "launch_pdl", "cluster_dims", "tmem_size", "maxnreg", "tensordesc_meta", "artifacts",

@@ -86,7 +86,7 @@ def image_folder(tmp_path, monkeypatch):
 
 
 def test_the_writer_writes_every_key_of_the_list_and_no_other(image_folder):
-    entry = manifest.image_entry(image_folder, "k_v0", "k", "sm_90", 90)
+    entry = manifest.image_entry(image_folder, "k_v0", "k", "sm_90")
     keys = manifest_keys()
     listed = {key.split(".")[0] for key in keys}
     assert not set(entry) - listed, f"written but not in image_fields.h: {sorted(set(entry) - listed)}"

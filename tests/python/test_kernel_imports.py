@@ -157,6 +157,21 @@ def test_the_table_gives_an_h100_its_data_sheet_facts():
     assert all(facts.multi_processor_count > 0 for facts in every)
 
 
+def test_an_amd_target_answers_as_rocms_torch_and_triton_would_on_that_gpu():
+    """gfx942 at import: an MI300X as ROCm's torch shows it (capability 9.4, gcnArchName with its
+    features, 64-wide waves, 64 KiB LDS), and Triton's driver names a hip target; an override wins."""
+    import triton
+    facts = device_facts.facts_for(parse_target("gfx942"), {"multi_processor_count": 228})
+    assert (facts.capability, facts.warp_size, facts.shared_memory_per_block_optin) == (94, 64, 65536)
+    assert device_facts.facts_for(parse_target("gfx950")).shared_memory_per_block_optin == 160 * 1024
+    with device_facts.answering(facts):
+        target = triton.runtime.driver.active.get_current_target()
+        assert (target.backend, target.arch, target.warp_size) == ("hip", "gfx942", 64)
+        assert triton.runtime.driver.active.utils.get_device_properties(0)["multiprocessor_count"] == 228
+        properties = device_facts._Properties(facts, device_facts.Probes(facts))
+        assert (properties.gcnArchName, properties.major, properties.minor) == ("gfx942:sramecc+:xnack-", 9, 4)
+
+
 def test_the_queries_answer_only_while_importing_and_are_restored():
     import triton
     config = sys.modules["triton.runtime.driver"].driver

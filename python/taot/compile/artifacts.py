@@ -16,8 +16,19 @@ METADATA = "metadata.json"
 RECORD_FORMAT = 3  # of inputs.json; 1 held the inputs alone, 2 no "ptxas" (both read as "not compiled")
 
 
-def cubin_name(function):
-    return f"{function}.cubin"
+# The stage of Triton's compile that is the GPU image, and the image file's suffix: a cubin on
+# NVIDIA, an AMDGPU code object (ELF) on AMD. The record's "cubin" entry describes either.
+IMAGE_STAGES = ("cubin", "hsaco")
+
+
+def image_stage(asm):
+    """The image stage a compile's `asm` (stage -> text or bytes) has."""
+    return next(stage for stage in IMAGE_STAGES if stage in asm)
+
+
+def cubin_name(function, stage="cubin"):
+    """The image file of `function`: NAME.cubin, or NAME.hsaco for an AMD code object."""
+    return f"{function}.{stage}"
 
 
 def read_record(folder):
@@ -134,7 +145,7 @@ def clear(folder, inputs):
 
 
 _OWN_SUFFIXES = tuple(f".{stage}{compression}" for stage in ir_files.IR_STAGES for compression in ("", ".gz", ".xz")) \
-    + (".cubin", ".tmp")
+    + tuple(f".{stage}" for stage in IMAGE_STAGES) + (".tmp",)
 
 
 def _is_own_file(name):
@@ -147,18 +158,19 @@ def write(folder, function, asm, metadata, inputs, libraries, ir_mode, ptxas=Non
     report was not seen)."""
     folder = Path(folder)
     kept = ir_files.write_stages(folder, function, asm, ir_mode)
-    cubin = asm["cubin"]
-    write_atomically(folder / cubin_name(function), cubin)
+    stage = image_stage(asm)
+    cubin = asm[stage]
+    write_atomically(folder / cubin_name(function, stage), cubin)
     metadata_bytes = (json.dumps(metadata, sort_keys=True, separators=(",", ":")) + "\n").encode()
     write_atomically(folder / METADATA, metadata_bytes)
     _write_record(folder, {
         "record_format": RECORD_FORMAT,
         "inputs": inputs,
         "libraries": sorted(libraries),
-        "cubin": {"file": cubin_name(function), "size": len(cubin), "sha256": sha256(cubin)},
+        "cubin": {"file": cubin_name(function, stage), "size": len(cubin), "sha256": sha256(cubin)},
         "metadata": {"file": METADATA, "sha256": sha256(metadata_bytes)},
         "ir": kept,
-        "ptx_target": ptx_target(asm["ptx"]),
+        "ptx_target": ptx_target(asm["ptx"]) if "ptx" in asm else "",
         "ptxas": ptxas,
     })
 

@@ -50,7 +50,7 @@ def plan_jobs(library, outdir, ir=DEFAULT_MODE):
     """(jobs in manifest order, variant id -> variant hash). Raises SpecError when Triton rejects the
     options of a variant for a target (e.g. num_ctas > 1 before sm_90)."""
     env = compiler.cache_invalidating_env()
-    backend_hashes = {target.capability: compiler.backend_hash(target.capability) for target in library.targets}
+    backend_hashes = {target.arch: compiler.backend_hash(target.arch) for target in library.targets}
     parsed_options = {}
     planned, hashes = [], {}
     for kernel in library.kernels:
@@ -63,10 +63,10 @@ def plan_jobs(library, outdir, ir=DEFAULT_MODE):
                 options = _parsed_options(library, kernel, variant, target, parsed_options)
                 target_key = (kernel.target_cache_keys or {}).get(target.name, kernel.cache_key)  # device-dependent
                 planned.append(job_module.Job(
-                    variant_id=variant.id, target=target.name, capability=target.capability,
+                    variant_id=variant.id, target=target.name, arch=target.arch,
                     source=str(kernel.source), function=kernel.function,
                     inputs=job_module.target_inputs(dict(inputs, cache_key=target_key), target, options,
-                                                    backend_hashes[target.capability], env),
+                                                    backend_hashes[target.arch], env),
                     artifact_dir=str(artifact_dir(outdir, variant.id, target.name).resolve()),
                     library=library.name, ir=ir, module=kernel.module,
                     search=str(library.path.parent) if kernel.module else None,
@@ -76,10 +76,18 @@ def plan_jobs(library, outdir, ir=DEFAULT_MODE):
 
 def _parsed_options(library, kernel, variant, target, cache):
     options = job_module.variant_options(kernel, variant)
-    key = (target.capability, tuple(sorted(options.items())))
+    key = (target.arch, tuple(sorted(options.items())))
+    other = "amd" if target.vendor == "nvidia" else "nvidia"
+    for name, value in options.items():  # another vendor's option (waves_per_eu on sm_90) compiles nothing new
+        if name not in compiler.option_fields(target.vendor) and name in compiler.option_fields(other) \
+                and value != compiler.option_default(name, other):
+            raise SpecError(library.label, f"{kernel.key}.options", f"options of {target.name}'s backend",
+                            f"{name} = {value} is an option of {other.upper()} targets only (variant {variant.id}): "
+                            f"keep it to them with a where filter such as \"vendor == '{other}' or {name} == "
+                            f"{compiler.option_default(name, other)}\"")
     if key not in cache:
         try:
-            cache[key] = compiler.parse_options(target.capability, options)
+            cache[key] = compiler.parse_options(target.arch, options)
         except (ValueError, AssertionError) as error:
             raise SpecError(library.label, f"{kernel.key}.options", f"options Triton accepts for {target.name}",
                             f"{error} (variant {variant.id}; restrict it with a where filter)") from None

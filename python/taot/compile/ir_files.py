@@ -1,4 +1,4 @@
-# How a compile job's IR stages (ttir, ttgir, llir, ptx) are kept: gzip-compressed (the default),
+# How a compile job's IR stages (ttir, ttgir, llir, then ptx or AMD's amdgcn) are kept: gzip-compressed (the default),
 # plain text or not at all; and read_stage(), which reads a stage whichever way it was kept.
 import gzip
 import lzma
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..fsutil import write_atomically
 
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
+IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "amdgcn")
 COMPRESSED, PLAIN, NONE = "compressed", "plain", "none"
 MODES = (COMPRESSED, PLAIN, NONE)
 DEFAULT_MODE = COMPRESSED

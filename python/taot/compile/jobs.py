@@ -12,6 +12,7 @@ from ..triton_api import compiler, gluon
 from . import artifacts, ptxas_report
 from ..spec import source as kernel_source
 from ..spec.dtypes import DTYPES, TORCH_NAMES, triton_dtype
+from ..spec.targets import LDS_BYTES
 from ..fsutil import canonical_json
 
 INPUTS_FORMAT = 1                    # bump when the inputs' meaning changes (the layout: artifacts.RECORD_FORMAT)
@@ -22,8 +23,8 @@ ERROR_LINES = 20
 class Job:
     """Everything a pool worker needs to compile one variant for one target (picklable)."""
     variant_id: str
-    target: str            # target name as in the spec, e.g. "sm_90a"
-    capability: int
+    target: str            # target name as in the spec, e.g. "sm_90a", "gfx942"
+    arch: object           # what Triton's backend is made from: the capability (int) or the gfx name
     source: str            # absolute path of the kernel's Python file
     function: str
     inputs: dict           # what inputs.json records: target_inputs(variant_inputs(...), ...)
@@ -127,9 +128,23 @@ def run_job(job):
         text += gluon.compile_error_hint(function, text)
         return Outcome(job.variant_id, job.target, time.perf_counter() - start, text, static_prints.text)
     captured.replay()
+    too_much = lds_refusal(job.arch, compiled.metadata.shared)
+    if too_much:
+        return Outcome(job.variant_id, job.target, time.perf_counter() - start, too_much, static_prints.text)
     artifacts.write(folder, job.function, compiled.asm, json_safe(compiled.metadata._asdict()), job.inputs,
                     libraries, job.ir, ptxas=ptxas_report.parse(ptxas_log.text, compiled.metadata.name))
     return Outcome(job.variant_id, job.target, time.perf_counter() - start, static_print=static_prints.text)
+
+
+def lds_refusal(arch, shared_bytes):
+    """Why an AMD image that uses `shared_bytes` of LDS per workgroup cannot run on `arch`, or None:
+    Triton's AMD backend compiles a kernel over the target's LDS without a word."""
+    limit = LDS_BYTES.get(arch) if isinstance(arch, str) else None
+    if limit is None or shared_bytes <= limit:
+        return None
+    return (f"the kernel uses {shared_bytes} bytes of LDS (shared memory) per workgroup; {arch} has {limit} "
+            f"({limit // 1024} KiB), and Triton does not check it for AMD targets: restrict the variant (smaller "
+            "blocks or fewer num_stages) with a where filter")
 
 
 def _compile(job, function):
@@ -138,7 +153,7 @@ def _compile(job, function):
     inputs = job.inputs
     constexprs = {name: _constexpr_value(value) for name, value in inputs["constexprs"].items()}
     attrs = {(int(index),): value for index, value in inputs["attrs"].items()}
-    return compiler.compile_source(function, inputs["signature"], constexprs, attrs, job.capability,
+    return compiler.compile_source(function, inputs["signature"], constexprs, attrs, job.arch,
                                    inputs["options"])
 
 

@@ -13,7 +13,7 @@ from ..triton_api import versions
 from . import overrides
 from ..spec.expressions import rule_program
 from ..spec.model import DTYPE
-from ..spec.targets import Target
+from ..spec.targets import parse_target
 
 from .built import SCHEMA, SCHEMA_VERSION
 
@@ -155,10 +155,10 @@ def artifact_dir(outdir, variant_id, target_name):
     return Path(outdir) / "artifacts" / variant_id / target_name
 
 
-def image_entry(outdir, variant_id, function, target_name, capability):
+def image_entry(outdir, variant_id, function, target_name):
     """One image's entry as a build writes it, read from its folders: for commands that update one
     image of a written manifest (taot from-ir)."""
-    return _image(outdir, SimpleNamespace(id=variant_id), function, Target(target_name, capability))
+    return _image(outdir, SimpleNamespace(id=variant_id), function, parse_target(target_name))
 
 
 def ptxas_version(release_line):
@@ -202,7 +202,9 @@ def _image(outdir, variant, function, target):
     files = dict(record["ir"], metadata=record["metadata"]["file"])
     return {
         "target": target.name,
-        "arch": target.capability,
+        "arch": target.capability or 0,  # AMD images: 0 (the target, their gfx name, selects them)
+        "vendor": target.vendor,
+        "warp_size": metadata.get("warp_size", target.warp_size),
         "arch_specific": record["ptx_target"].endswith("a"),
         "dir": relative(folder, outdir),
         "cubin": relative(folder / record["cubin"]["file"], outdir),
@@ -212,12 +214,12 @@ def _image(outdir, variant, function, target):
         "num_ctas": num_ctas,
         "num_stages": metadata["num_stages"],
         "shared": metadata["shared"],
-        "global_scratch_size": metadata["global_scratch_size"],
-        "global_scratch_align": metadata["global_scratch_align"],
+        "global_scratch_size": metadata.get("global_scratch_size", 0),  # (Triton's AMD metadata has neither)
+        "global_scratch_align": metadata.get("global_scratch_align", 1),
         "profile_scratch_size": metadata.get("profile_scratch_size", 0),
         "profile_scratch_align": metadata.get("profile_scratch_align", 1),
         "launch_cooperative_grid": metadata["launch_cooperative_grid"],
-        "launch_pdl": metadata["launch_pdl"],
+        "launch_pdl": metadata.get("launch_pdl", False),  # (NVIDIA's only)
         "cluster_dims": metadata.get("cluster_dims") or [num_ctas, 1, 1],
         "tmem_size": metadata.get("tmem_size", 0),
         "maxnreg": metadata.get("maxnreg"),

@@ -50,11 +50,20 @@ _PRODUCT = {  # capability: (name, SMs, memory, L2, SM clock kHz, memory clock k
 }
 
 
+# AMD Instinct, per gfx name: the capability ROCm's torch reports (major, minor from the gfx name:
+# gfx942 -> 9.4), LDS per workgroup (also the most a block may use), and one product's size (its
+# data sheet: compute units, memory, L2, peak engine clock kHz, memory clock kHz, bus bits).
+_AMD = {
+    "gfx942": (94, "AMD Instinct MI300X", 304, 192 * GIB, 4 * MIB, 2100000, 2600000, 8192),
+    "gfx950": (95, "AMD Instinct MI355X", 256, 288 * GIB, 4 * MIB, 2400000, 4000000, 8192),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class DeviceFacts:
     """What the imports for one target read as device 0 (picklable: pool workers import with it)."""
-    target: str          # the target's name, e.g. "sm_90"
-    capability: int      # e.g. 90
+    target: str          # the target's name, e.g. "sm_90", "gfx942"
+    capability: int      # e.g. 90; an AMD target's as ROCm's torch reports it (gfx942: 94)
     name: str
     multi_processor_count: int
     total_memory: int
@@ -85,9 +94,27 @@ class DeviceFacts:
                 "sm_clock_rate": self.clock_rate, "mem_clock_rate": self.memory_clock_rate,
                 "mem_bus_width": self.memory_bus_width}
 
+    @property
+    def is_amd(self):
+        return self.target.startswith("gfx")
+
+    @property
+    def gcn_arch_name(self):
+        """What ROCm's torch gives as gcnArchName (the gfx name with MI300/MI350's usual features)."""
+        return f"{self.target}:sramecc+:xnack-" if self.is_amd else "NVIDIA CUDA GPU"
+
 
 def default_facts(target):
     """The table's facts for a targets.Target."""
+    if target.vendor == "amd":
+        from .targets import AMD_WAVE_SIZE, LDS_BYTES
+        capability, name, units, memory, l2, clock, memory_clock, bus = _AMD[target.name]
+        lds = LDS_BYTES[target.name]
+        return DeviceFacts(target=target.name, capability=capability, name=name, multi_processor_count=units,
+                           total_memory=memory, shared_memory_per_block=lds, shared_memory_per_block_optin=lds,
+                           shared_memory_per_multiprocessor=lds, regs_per_multiprocessor=512 * 1024 // 4,
+                           max_threads_per_block=1024, max_threads_per_multi_processor=2048, warp_size=AMD_WAVE_SIZE,
+                           L2_cache_size=l2, clock_rate=clock, memory_clock_rate=memory_clock, memory_bus_width=bus)
     shared_per_sm, shared_optin, threads = _ARCH[target.capability]
     name, sms, memory, l2, clock, memory_clock, bus = _PRODUCT[target.capability]
     return DeviceFacts(target=target.name, capability=target.capability, name=name, multi_processor_count=sms,
@@ -106,12 +133,12 @@ class Device:
     """The facts of every target of a library: the table's, with [library.device] over them."""
 
     def __init__(self, overrides):
-        self.overrides = overrides  # capability -> {fact: value}
+        self.overrides = overrides  # arch (capability or gfx name) -> {fact: value}
         self.seen = {}
 
     def facts(self, target):
         if target.name not in self.seen:
-            self.seen[target.name] = facts_for(target, self.overrides.get(target.capability))
+            self.seen[target.name] = facts_for(target, self.overrides.get(target.arch))
         return self.seen[target.name]
 
     def used(self):
@@ -120,7 +147,7 @@ class Device:
 
 
 def read_overrides(node):
-    """{capability: {fact: value}} from [library.device] (a keypath.Node), whose keys are target
+    """{arch: {fact: value}} from [library.device] (a keypath.Node), whose keys are target
     names (sm_90 and sm_90a name the same device) and whose tables give facts by name; SpecError
     for anything else."""
     from .targets import accepted_target_names, parse_target
@@ -136,7 +163,7 @@ def read_overrides(node):
             raise entry.error(f"a target name, one of {', '.join(accepted_target_names())}", f'"{target_name}"')
         if not isinstance(table, dict):
             raise entry.error("a table of device facts, such as multi_processor_count = 114")
-        facts = overrides.setdefault(target.capability, {})
+        facts = overrides.setdefault(target.arch, {})
         for fact, value in table.items():
             if fact not in FACT_NAMES:
                 raise entry.key(fact).error("a device fact: " + ", ".join(FACT_NAMES), f'"{fact}"')
@@ -223,7 +250,7 @@ class _Properties:
     def __getattr__(self, name):
         facts, probes = self._facts, self._probes
         known = {"major": facts.major, "minor": facts.minor, "is_integrated": 0, "is_multi_gpu_board": 0,
-                 "gcnArchName": "NVIDIA CUDA GPU"}
+                 "gcnArchName": facts.gcn_arch_name}
         if name in FACT_NAMES or name in known:
             probes.record(f"get_device_properties().{name}")
             return known[name] if name in known else getattr(facts, name)
@@ -258,8 +285,8 @@ def _torch_answers(facts, probes):
         "get_device_properties": answer("get_device_properties", lambda: _Properties(facts, probes)),
         "get_device_capability": answer("get_device_capability", capability),
         "get_device_name": answer("get_device_name", facts.name),
-        "is_bf16_supported": answer("is_bf16_supported", facts.capability >= 80),
-        "get_arch_list": answer("get_arch_list", [f"sm_{facts.capability}"]),
+        "is_bf16_supported": answer("is_bf16_supported", facts.is_amd or facts.capability >= 80),
+        "get_arch_list": answer("get_arch_list", [facts.target if facts.is_amd else f"sm_{facts.capability}"]),
         "_lazy_init": no_device_work,
     }
 
@@ -278,6 +305,8 @@ class _Driver:
     def get_current_target(self):
         from triton.backends.compiler import GPUTarget
         self._probes.record("driver.active.get_current_target")
+        if self._facts.is_amd:
+            return GPUTarget("hip", self._facts.target, self._facts.warp_size)
         return GPUTarget("cuda", self._facts.capability, self._facts.warp_size)
 
     def get_current_device(self):

@@ -1,4 +1,4 @@
-# Compile targets: parse "sm_90a"-style names into a Triton GPU target.
+# Compile targets: parse "sm_90a"- and "gfx942"-style names into a Triton GPU target.
 import re
 from dataclasses import dataclass
 
@@ -6,18 +6,41 @@ from dataclasses import dataclass
 # sm_101). Which of them the installed Triton can build depends on its ptxas:
 # triton_api.compiler.buildable_capabilities().
 KNOWN_CAPABILITIES = (80, 86, 87, 89, 90, 100, 101, 103, 107, 110, 120, 121)
+# AMD Instinct targets taot has names for: MI300 (gfx942) and MI350 (gfx950). Triton's AMD backend
+# builds their code objects with no GPU and no ROCm (LLD and the device libraries are in its wheel).
+KNOWN_GFX = ("gfx942", "gfx950")
+# LDS (shared memory) a workgroup may use on each: Triton's AMD backend does not check a kernel's use
+# against it (a gfx950 kernel of 320 KiB compiles), so taot does (compile/jobs.py).
+LDS_BYTES = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
 _TARGET_PATTERN = re.compile(r"sm_?(\d+)(a?)")
+NVIDIA_WARP_SIZE = 32
+AMD_WAVE_SIZE = 64  # CDNA's wavefront (gfx9)
 
 
 @dataclass(frozen=True)
 class Target:
-    """A named compile target; Triton builds capability >= 90 as the arch-specific sm_XXa either way."""
-    name: str        # normalised spelling from the spec, e.g. "sm_90a"
-    capability: int  # major*10 + minor, e.g. 90
+    """A named compile target. NVIDIA: `capability` is major*10 + minor (Triton builds capability >= 90
+    as the arch-specific sm_XXa either way); AMD: `capability` is None and the name is the gfx name."""
+    name: str                # normalised spelling from the spec, e.g. "sm_90a", "gfx942"
+    capability: int = None   # e.g. 90; None for an AMD target
+
+    @property
+    def vendor(self):
+        return "nvidia" if self.capability is not None else "amd"
+
+    @property
+    def arch(self):
+        """What Triton's backend is made from: the capability (NVIDIA) or the gfx name (AMD). Two targets
+        with one arch build the same code."""
+        return self.capability if self.capability is not None else self.name
+
+    @property
+    def warp_size(self):
+        return NVIDIA_WARP_SIZE if self.capability is not None else AMD_WAVE_SIZE
 
     def gpu_target(self):
         from ..triton_api.compiler import gpu_target
-        return gpu_target(self.capability)
+        return gpu_target(self.arch)
 
 
 def accepted_target_names():
@@ -26,12 +49,15 @@ def accepted_target_names():
         names.append(f"sm_{capability}")
         if capability >= 90:
             names.append(f"sm_{capability}a")
-    return names
+    return names + list(KNOWN_GFX)
 
 
 def parse_target(text):
-    """Target for a name like sm_90, sm_90a or sm90; None when the name is not an accepted target."""
-    match = _TARGET_PATTERN.fullmatch(text.strip().lower())
+    """Target for a name like sm_90, sm_90a, sm90 or gfx942; None when the name is not an accepted target."""
+    text = text.strip().lower()
+    if text in KNOWN_GFX:
+        return Target(text)
+    match = _TARGET_PATTERN.fullmatch(text)
     if not match:
         return None
     capability = int(match.group(1))
@@ -39,3 +65,18 @@ def parse_target(text):
     if capability not in KNOWN_CAPABILITIES or (suffix and capability < 90):
         return None
     return Target(f"sm_{capability}{suffix}", capability)
+
+
+def arch_name(arch):
+    """A backend arch as a target name: 90 -> "sm_90", "gfx942" -> "gfx942"."""
+    return arch if isinstance(arch, str) else f"sm_{arch}"
+
+
+def arch_order(arch):
+    """A sort key over archs of both vendors: NVIDIA's by capability, then AMD's by name."""
+    return (isinstance(arch, str), str(arch) if isinstance(arch, str) else arch)
+
+
+def target_of_arch(arch):
+    """The Target Triton's backend `arch` (a capability or a gfx name) builds for, by its plain name."""
+    return parse_target(arch if isinstance(arch, str) else f"sm_{arch}")

@@ -71,13 +71,14 @@ MAX_TENSORDESC_RANK = 5  # TMA tensor maps have 1 to 5 dimensions
 # The options a spec may vary (triton_api/options.py) that the installed Triton has (3.5 has no
 # enable_reflect_ftz), with their config kind.
 OPTION_KINDS = {option.name: option.kind for option in triton_options.OPTIONS
-                if option.name in triton_compiler.option_fields()}
+                if option.name in triton_compiler.option_fields(option.vendor or "nvidia")}
 # The installed Triton's values of the options a config entry may leave out (triton.Config's are the
 # same); maxnreg has none (no limit).
-OPTION_DEFAULTS = {name: triton_compiler.option_default(name) for name in OPTION_KINDS
-                   if triton_compiler.option_default(name) is not None}
+OPTION_DEFAULTS = {option.name: triton_compiler.option_default(option.name, option.vendor or "nvidia")
+                   for option in triton_options.OPTIONS if option.name in OPTION_KINDS
+                   and triton_compiler.option_default(option.name, option.vendor or "nvidia") is not None}
 # Names a `where` filter may use besides the kernel's own: the target being compiled for.
-TARGET_NAMES = ("target", "arch")
+TARGET_NAMES = ("target", "arch", "vendor")
 DEFAULT_MAX_VARIANTS = 10000
 
 
@@ -175,14 +176,18 @@ def _targets(node):
         target = parse_target(item.value) if isinstance(item.value, str) else None
         if target is None:
             raise item.error(f"a target, one of {accepted}")
-        if target.capability not in triton_compiler.buildable_capabilities((target.capability,)):
+        if target.vendor == "amd":
+            if not triton_compiler.has_amd_backend():
+                raise item.error(f"a target this Triton {triton_api.VERSION} can build (its wheel has no AMD "
+                                 "backend)", f'"{target.name}"')
+        elif target.capability not in triton_compiler.buildable_capabilities((target.capability,)):
             buildable = triton_compiler.buildable_capabilities(KNOWN_CAPABILITIES)
             raise item.error(f"a target Triton {triton_api.VERSION} can build with "
                              f"{triton_compiler.ptxas_description(target.capability)}: "
                              + (", ".join(f"sm_{capability}" for capability in buildable) or "none"),
                              f'"{target.name}"')
         for earlier in targets:
-            if earlier.capability == target.capability:
+            if earlier.arch == target.arch:
                 raise item.error("targets of distinct compute capabilities",
                                  f'"{target.name}", which builds the same code as "{earlier.name}"')
         targets.append(target)
@@ -832,7 +837,7 @@ def _options(node, args, typevars, targets, targets_overridden=False):
         return {}
     if not isinstance(node.value, dict):
         raise node.error("a table of Triton options such as num_warps = [4, 8]")
-    known_triton = triton_compiler.option_fields()
+    known_triton = triton_compiler.option_fields("nvidia") | triton_compiler.option_fields("amd")
     by_name = {arg.name: arg for arg in args}
     options = {}
     for name in node.value:
@@ -861,7 +866,7 @@ def _per_target_option(node, name, targets, targets_overridden):
     for key in node.value:
         target = parse_target(key)
         match = [target_name for target_name in names if target is not None and
-                 parse_target(target_name).capability == target.capability]
+                 parse_target(target_name).arch == target.arch]
         if not match and target is not None and targets_overridden:
             continue  # a target of the spec that this build leaves out
         if not match:
@@ -883,8 +888,9 @@ def _option_value(node, name):
         if not isinstance(value, bool):
             raise node.error("true or false")
         return value
-    if not is_int(value) or value < 1:
-        raise node.error("a positive int")
+    least = triton_options.BY_NAME[name].least
+    if not is_int(value) or value < least:
+        raise node.error("a positive int" if least == 1 else f"an int >= {least}")
     if name == "num_warps" and value & (value - 1):
         raise node.error("a power of two")
     return value

@@ -410,8 +410,10 @@ def _slot(kernel, position, key, target):
         name = key[1]
         if name == "target" and not _is_kernel_name(kernel, name):
             return _Slot((), lambda current, value=target.name: value)
-        if name == "arch" and not _is_kernel_name(kernel, name):
-            return _Slot((), lambda current, value=target.capability: value)
+        if name == "arch" and not _is_kernel_name(kernel, name):  # 0 on AMD, which has no compute capability
+            return _Slot((), lambda current, value=target.capability or 0: value)
+        if name == "vendor" and not _is_kernel_name(kernel, name):
+            return _Slot((), lambda current, value=target.vendor: value)
         index, read = _field_source(kernel, position, name)
         return _Slot((index,), lambda current: read(current[index]))
     _, name, attribute = key

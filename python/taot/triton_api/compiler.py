@@ -19,24 +19,40 @@ from triton import knobs
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import get_cache_invalidating_env_vars
 
+from ..spec.targets import AMD_WAVE_SIZE, NVIDIA_WARP_SIZE
 from . import RELEASE, gluon
 
-WARP_SIZE = 32
+# An `arch` below is what one of Triton's backends is made from: an NVIDIA compute capability (int,
+# major*10 + minor) or an AMD gfx name (str, "gfx942"); spec.targets.Target.arch gives it.
 
 
-def gpu_target(capability):
-    return GPUTarget("cuda", capability, WARP_SIZE)
+def is_amd(arch):
+    return isinstance(arch, str)
+
+
+def gpu_target(arch):
+    if is_amd(arch):
+        return GPUTarget("hip", arch, AMD_WAVE_SIZE)
+    return GPUTarget("cuda", arch, NVIDIA_WARP_SIZE)
 
 
 @functools.lru_cache(maxsize=None)
-def backend(capability):
-    """Triton's NVIDIA backend for a capability (one per capability and process)."""
-    return triton.compiler.make_backend(gpu_target(capability))
+def has_amd_backend():
+    """Whether this Triton's wheel carries the AMD backend (its pip wheels do)."""
+    from triton.backends import backends
+    return "amd" in backends
 
 
-def backend_hash(capability):
-    """What the backend adds to Triton's cache key: its ptxas version and the architecture."""
-    return backend(capability).hash()
+@functools.lru_cache(maxsize=None)
+def backend(arch):
+    """Triton's backend for an arch (one per arch and process)."""
+    return triton.compiler.make_backend(gpu_target(arch))
+
+
+def backend_hash(arch):
+    """What the backend adds to Triton's cache key: its tool's version (ptxas; the AMD backend's LLVM)
+    and the architecture."""
+    return backend(arch).hash()
 
 
 def cache_invalidating_env():
@@ -46,23 +62,24 @@ def cache_invalidating_env():
 
 # ---- options ----
 
-def option_fields():
-    """The names of the installed Triton's NVIDIA compile options (CUDAOptions' fields)."""
-    return set(_options_class().__dataclass_fields__)
+def option_fields(vendor="nvidia"):
+    """The names of the installed Triton's compile options for a vendor's targets (CUDAOptions' or
+    HIPOptions' fields)."""
+    return set(_options_class(vendor).__dataclass_fields__)
 
 
-def option_default(name):
+def option_default(name, vendor="nvidia"):
     """The value Triton's JIT compiles with when nothing sets option `name` (for enable_fp_fusion
     from 3.9 on: the knobs', TRITON_DEFAULT_FP_FUSION unless TRITON_FORCE_DISABLE_FP_FUSION)."""
     if name == "enable_fp_fusion" and RELEASE.fp_fusion_default_from_environment:
         return not knobs.language.force_disable_fp_fusion and bool(knobs.language.default_fp_fusion)
-    return _options_class().__dataclass_fields__[name].default
+    return _options_class(vendor).__dataclass_fields__[name].default
 
 
-def parse_options(capability, options):
-    """Triton's full option set for `options` (a dict of the options a variant sets) on a capability,
-    as a dict; raises what Triton raises for a value it refuses (ValueError, AssertionError)."""
-    return backend(capability).parse_options(explicit_options(options)).__dict__
+def parse_options(arch, options):
+    """Triton's full option set for `options` (a dict of the options a variant sets) on an arch, as a
+    dict; raises what Triton raises for a value it refuses (ValueError, AssertionError)."""
+    return backend(arch).parse_options(explicit_options(options)).__dict__
 
 
 def explicit_options(options):
@@ -74,14 +91,17 @@ def explicit_options(options):
     return options
 
 
-def _options_class():
+def _options_class(vendor):
+    if vendor == "amd":
+        from triton.backends.amd.compiler import HIPOptions
+        return HIPOptions
     from triton.backends.nvidia.compiler import CUDAOptions
     return CUDAOptions
 
 
 # ---- compiling ----
 
-def compile_source(function, signature, constexprs, attrs, capability, options):
+def compile_source(function, signature, constexprs, attrs, arch, options):
     """triton.compile of a @triton.jit or @gluon.jit function: `signature` maps every parameter to its
     Triton type ("*fp32", "i32", "constexpr", ...; a Gluon kernel's descriptors get their layout:
     gluon.signature), `constexprs` names to values, `attrs` (index,) -> hints. Compiles the source
@@ -89,8 +109,7 @@ def compile_source(function, signature, constexprs, attrs, capability, options):
     Triton's CompiledKernel."""
     source = gluon.source(function, gluon.signature(function, signature), constexprs, attrs)
     with private_cache(), ascii_source_locations():
-        return triton.compile(source, target=gpu_target(capability),
-                              options=parse_options(capability, options))
+        return triton.compile(source, target=gpu_target(arch), options=parse_options(arch, options))
 
 
 class private_cache:

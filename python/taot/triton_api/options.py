@@ -7,12 +7,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Option:
-    name: str                # CUDAOptions' field
+    name: str                # CUDAOptions' (or HIPOptions') field
     kind: str                # the config field's kind: "int" or "bool"
     abbreviation: str        # its letters in variant ids (num_warps 4 -> w4)
     config: bool = False     # a triton.Config keyword (Config.all_kwargs() passes it to the JIT); passes tunes it
     ir_attribute: str = None  # the .ttgir module attribute that fixes it (Triton reads it compiling from one)
     always_listed: bool = False  # set by Triton's JIT on every compile: an imported kernel's config lists it
+    vendor: str = None       # "amd": only AMD targets' compiles have it (HIPOptions' field); None: every target's
+    least: int = 1           # an int option's smallest value (0: "let the backend choose")
 
 
 # In spec order: the order a kernel's option config fields take.
@@ -27,6 +29,11 @@ OPTIONS = (
     Option("launch_pdl", "bool", "pdl"),
     Option("debug", "bool", "dbg"),
     Option("sanitize_overflow", "bool", "sov"),
+    # AMD's: occupancy hint (waves per execution unit), MFMA instruction shape (16 or 32), and the
+    # K elements an MFMA operand packs per load.
+    Option("waves_per_eu", "int", "wpe", vendor="amd", least=0),
+    Option("matrix_instr_nonkdim", "int", "mnk", vendor="amd", least=0),
+    Option("kpack", "int", "kp", vendor="amd"),
 )
 BY_NAME = {option.name: option for option in OPTIONS}
 
