@@ -360,7 +360,7 @@ def test_wrong_variant_target_or_file_are_named(project, run_taot):
            "compiled for sm_90" in done.stderr
     (project / "k.txt").write_text("")
     done = from_ir(run_taot, "k.txt", "--variant", vid, "-o", "lib", cwd=project)
-    assert done.returncode == 1 and "expected a .ttir, .ttgir, .llir, .ptx or .cubin file" in done.stderr
+    assert done.returncode == 1 and "expected a .ttir, .ttgir, .llir, .ptx, .cubin, .amdgcn or .hsaco file" in done.stderr
     done = from_ir(run_taot, "k.ttgir", "--variant", vid, "-o", "elsewhere", cwd=project)
     assert done.returncode == 1 and "elsewhere: no manifest.json here" in done.stderr
     done = from_ir(run_taot, "k.ttgir", "-o", "lib", cwd=project)

@@ -6,7 +6,8 @@
 # [...], "kwargs": {...}}, where a pointer argument is {"pointer": "fp32", "aligned": true}. Each call
 # runs the kernel's own `warmup` (JITFunction.run with warmup=True, or an Autotuner's warmup, which
 # compiles every config), so the JIT's binder, _pack_args, ASTSource and triton.compile do exactly
-# what a launch does; a stand-in driver reports an sm_90 device. RECORD_JSON gets, per compile, the
+# what a launch does; a stand-in driver reports an sm_90 device (or the target $JIT_CACHE_TARGET names,
+# "hip:gfx942" for an AMD one). RECORD_JSON gets, per compile, the
 # kernel name, the entry's hash and the ASTSource's signature, constexprs and attrs in order.
 # write_cache() runs it from a test.
 import json
@@ -23,7 +24,8 @@ from triton.runtime import driver
 
 
 class StandInDriver:
-    """The driver calls JITFunction.run makes before it compiles: one sm_90 device."""
+    """The driver calls JITFunction.run makes before it compiles: one sm_90 device, or the one
+    $JIT_CACHE_TARGET names ("cuda:100", "hip:gfx942")."""
 
     def get_current_device(self):
         return 0
@@ -32,18 +34,24 @@ class StandInDriver:
         return 0
 
     def get_current_target(self):
-        return GPUTarget("cuda", 90, 32)
+        backend, _, arch = os.environ.get("JIT_CACHE_TARGET", "cuda:90").partition(":")
+        return GPUTarget(backend, int(arch), 32) if backend == "cuda" else GPUTarget(backend, arch, 64)
 
 
 class StandInTensor:
-    """What the JIT's binder reads from a tensor: its dtype and address."""
+    """What the JIT's binder reads from a tensor: its dtype and address, and (AMD's binder) the bytes
+    it spans: a real tensor under 2 GB gets the buffer-op specialization ("S", tt.pointer_range = 32)."""
 
-    def __init__(self, dtype, aligned):
+    def __init__(self, dtype, aligned, within_2gb=False):
         self.dtype = dtype
         self.address = 0x7F0000001000 if aligned else 0x7F0000001004
+        self.bytes = 4096 if within_2gb else 2 ** 32
 
     def data_ptr(self):
         return self.address
+
+    def ptr_range(self):
+        return self.bytes
 
 
 _DTYPE_NAMES = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "i1": "int1"}
@@ -51,7 +59,8 @@ _DTYPE_NAMES = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u
 
 def argument(value):
     if isinstance(value, dict) and "pointer" in value:
-        return StandInTensor(tl.dtype(_DTYPE_NAMES.get(value["pointer"], value["pointer"])), value["aligned"])
+        return StandInTensor(tl.dtype(_DTYPE_NAMES.get(value["pointer"], value["pointer"])), value["aligned"],
+                             value.get("within_2gb", False))
     return value
 
 
@@ -86,6 +95,11 @@ def main(kernels_dir, calls_path, record_path):
         return kernel
 
     triton.compiler.compile = recording_compile  # the JIT picks it up when it makes its binder
+    try:
+        import torch  # noqa: F401  (AMD's binder imports it for every tensor argument)
+    except ImportError:  # a ROCm machine has torch, this one may not: a module with a Tensor nothing is
+        sys.modules["torch"] = type(sys)("torch")  # an instance of, so the binder asks ptr_range() as for
+        sys.modules["torch"].Tensor = type("Tensor", (), {})  # any object that has one
     driver.set_active(StandInDriver())
     for call in json.loads(open(calls_path).read()):
         warm(getattr(kernels, call["kernel"]), [argument(value) for value in call["args"]],
@@ -94,13 +108,14 @@ def main(kernels_dir, calls_path, record_path):
         json.dump(compiled, record, indent=1)
 
 
-def write_cache(folder, calls, kernels, timeout=900):
+def write_cache(folder, calls, kernels, timeout=900, target="cuda:90"):
     """folder/kernels.py (the text `kernels`) and folder/cache, the Triton cache a JIT program making
-    `calls` leaves; returns (the cache folder, the record of what the JIT compiled)."""
+    `calls` on a `target` device ("cuda:90", "hip:gfx942") leaves; returns (the cache folder, the
+    record of what the JIT compiled)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernels.py").write_text(kernels)
     (folder / "calls.json").write_text(json.dumps(calls))
-    environment = {**os.environ, "TRITON_CACHE_DIR": str(folder / "cache")}
+    environment = {**os.environ, "TRITON_CACHE_DIR": str(folder / "cache"), "JIT_CACHE_TARGET": target}
     result = subprocess.run([sys.executable, __file__, str(folder), str(folder / "calls.json"),
                              str(folder / "compiled.json")], env=environment, capture_output=True, text=True,
                             timeout=timeout)

@@ -48,7 +48,7 @@ def compiled(tmp_path_factory):
 
 def reference(compiled):
     _, asm, metadata = compiled
-    return rebuild.Reference(label="the compiled copy_kernel", capability=90, metadata=metadata, cubin=asm["cubin"],
+    return rebuild.Reference(label="the compiled copy_kernel", arch=90, metadata=metadata, cubin=asm["cubin"],
                              stages={stage: asm[stage] for stage in ("ttir", "ttgir", "llir", "ptx")},
                              parameter_names=("x_ptr", "out_ptr", "n", "global_scratch", "profile_scratch"))
 
@@ -78,6 +78,37 @@ def test_what_is_not_a_cubin_is_named():
     struct.pack_into("<H", elf, 18, 62)  # x86-64
     with pytest.raises(cubin.CubinError, match="machine 62, not CUDA"):
         cubin.read(bytes(elf))
+
+
+def test_an_amd_code_object_names_its_kernel_parameter_sizes_and_gfx(tmp_path):
+    """A gfx942 code object, read from its NT_AMDGPU_METADATA note: the kernel, the sizes of its
+    arguments (the two scratch pointers last) and the target; without the note, or with the note cut,
+    it is named as such."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from taot.spec.pyfile import import_file
+    from taot.triton_api.compiler import private_cache as private_triton_cache
+    (tmp_path / "kernels.py").write_text(KERNEL)
+    module = import_file(tmp_path / "kernels.py", "rebuild_test_amd_kernels")
+    source = ASTSource(module.copy_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+                       {"BLOCK": 256})
+    with private_triton_cache():
+        hsaco = triton.compile(source, target=GPUTarget("hip", "gfx942", 64), options={"num_warps": 4}).asm["hsaco"]
+    read = cubin.read(hsaco)
+    assert (read.gfx, read.target) == ("gfx942", "gfx942")
+    assert read.kernels == {"copy_kernel": cubin.Kernel("copy_kernel", (8, 8, 4, 8, 8), ())}
+    (tmp_path / "k.hsaco").write_bytes(hsaco)
+    assert rebuild.stage_of(tmp_path / "k.hsaco") == "hsaco" and rebuild.kernel_name(tmp_path / "k.hsaco") == "copy_kernel"
+    assert rebuild.target_named_in(tmp_path / "k.hsaco") == "gfx942"
+    without_notes = bytearray(hsaco)
+    sections, = struct.unpack_from("<Q", hsaco, 40)
+    size, count = struct.unpack_from("<HH", hsaco, 58)
+    for index in range(count):  # every SHT_NOTE becomes SHT_PROGBITS
+        if struct.unpack_from("<I", hsaco, sections + index * size + 4)[0] == 7:
+            struct.pack_into("<I", without_notes, sections + index * size + 4, 1)
+    with pytest.raises(cubin.CubinError, match="without the metadata note"):
+        cubin.read(bytes(without_notes))
 
 
 def test_stage_and_kernel_name_of_an_edited_file(tmp_path, compiled):

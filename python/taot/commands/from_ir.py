@@ -13,11 +13,12 @@ from ..errors import TaotError
 
 def add_arguments(parser):
     parser.add_argument("file", nargs="?", metavar="FILE",
-                        help="the edited stage: a .ttir, .ttgir, .llir, .ptx or .cubin file (or one of those .gz)")
+                        help="the edited stage: a .ttir, .ttgir, .llir, .ptx or .cubin file, or for an AMD image .amdgcn or "
+                             ".hsaco (or one of those .gz)")
     parser.add_argument("--variant", metavar="ID", help="the variant to rebuild (its id in LIBDIR/manifest.json)")
     parser.add_argument("-o", "--output", metavar="LIBDIR", help="the library folder taot build wrote")
     parser.add_argument("--target", metavar="TARGET",
-                        help="which of the variant's images (e.g. sm_90), when it has several")
+                        help="which of the variant's images (e.g. sm_90, gfx942), when it has several")
     parser.add_argument("--drop", action="store_true",
                         help="remove the variant's override: the library runs the compiled kernel again")
     parser.add_argument("--triton-cache", metavar="DIR",
@@ -47,7 +48,7 @@ def check(parser, arguments):
         if elsewhere:
             parser.error("--drop removes a library override; for a Triton cache entry, delete its folder")
     elif not arguments.file:
-        parser.error("FILE is required: the edited .ttir, .ttgir, .llir, .ptx or .cubin (or --drop)")
+        parser.error("FILE is required: the edited .ttir, .ttgir, .llir, .ptx, .cubin, .amdgcn or .hsaco (or --drop)")
     if arguments.entry and not arguments.triton_cache:
         parser.error("--entry picks a Triton cache entry: give --triton-cache DIR too")
     if arguments.triton_cache:
@@ -239,7 +240,8 @@ def _rebuild(path, reference, say):
     if rebuilt.output.strip():
         sys.stderr.write(rebuilt.output)
     rebuild.check_signature(rebuilt, reference)
-    later = rebuild.STAGES[rebuild.STAGES.index(rebuilt.stage) + 1:]
+    later = [stage for stage in rebuild.STAGES[rebuild.STAGES.index(rebuilt.stage) + 1:]
+             if stage in rebuilt.stages or stage == rebuilt.image_stage]
     steps = f"rebuilt {', '.join(later)} in {rebuilt.seconds:.1f}s" if later else "taken as it is"
     say(f"from-ir: {path} ({rebuilt.stage}) for {reference.label}: {steps}; its parameters match")
     changes = rebuild.changes(rebuilt, reference)

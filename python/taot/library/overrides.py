@@ -106,12 +106,12 @@ def write(outdir, variant_id, target_name, function, rebuilt, replaced_cubin_sha
     staging.mkdir()
     edited = f"{function}.{rebuilt.stage}"
     (staging / edited).write_bytes(rebuilt.data)
-    ir = {rebuilt.stage: edited} if rebuilt.stage != "cubin" else {}
+    ir = {rebuilt.stage: edited} if rebuilt.stage != rebuilt.image_stage else {}
     for stage, text in rebuilt.stages.items():
         if stage != rebuilt.stage:
             ir[stage] = f"{function}.{stage}"
             (staging / ir[stage]).write_text(text)
-    cubin_file = artifacts.cubin_name(function)
+    cubin_file = artifacts.cubin_name(function, rebuilt.image_stage)
     (staging / cubin_file).write_bytes(rebuilt.cubin)
     metadata = (json.dumps(rebuilt.metadata, sort_keys=True, separators=(",", ":")) + "\n").encode()
     (staging / artifacts.METADATA).write_bytes(metadata)
@@ -291,7 +291,7 @@ def reference(outdir, located):
         metadata = json.loads((current.folder / current.record["metadata"]["file"]).read_text())
     stages = {stage: ir_files.read_stage(where / name) for stage, name in record["ir"].items()}
     names = tuple(located.variant.get("params", [])) + ("global_scratch", "profile_scratch")
-    return Reference(label=located.label, capability=located.image["arch"], metadata=metadata,
+    return Reference(label=located.label, arch=parse_target(located.image["target"]).arch, metadata=metadata,
                      cubin=(where / record["cubin"]["file"]).read_bytes(), stages=stages, parameter_names=names)
 
 
@@ -306,6 +306,5 @@ def refresh_manifest(outdir, located):
                 continue
             for index, image in enumerate(variant["images"]):
                 if image["target"] == located.target:
-                    variant["images"][index] = image_entry(outdir, variant["id"], kernel["function"],
-                                                           image["target"], image["arch"])
+                    variant["images"][index] = image_entry(outdir, variant["id"], kernel["function"], image["target"])
     return write_if_changed(Path(outdir) / MANIFEST, render(manifest))

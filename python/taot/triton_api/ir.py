@@ -20,12 +20,13 @@ from ..errors import Problem
 
 # ---- modules ----
 
-def new_context(capability):
-    """A fresh MLIR context with Triton's dialects and those of the NVIDIA backend for `capability`
-    loaded: what a stage file of that target parses into. Opaque; a Module keeps its context alive."""
+def new_context(arch):
+    """A fresh MLIR context with Triton's dialects and those of the backend for `arch` (a capability or
+    a gfx name) loaded: what a stage file of that target parses into. Opaque; a Module keeps its
+    context alive."""
     context = _ir.context()
     _ir.load_dialects(context)
-    compiler.backend(capability).load_dialects(context)
+    compiler.backend(arch).load_dialects(context)
     return context
 
 
@@ -128,7 +129,7 @@ class _RecordingPassManager:
 
     def run(self, module, *name):  # run(module) up to Triton 3.5, run(module, name) from 3.6
         if self._stop_at_run:
-            raise _StageReachedRun()
+            module.passes_ran = True
 
 
 def _pass_modules():
@@ -179,6 +180,28 @@ def _recording(stop_at_run):
             setattr(module, name, function)
 
 
+class _ModuleUntilPassesRan:
+    """The module as a stage function sees it while its passes are recorded: the real one until a
+    pass manager has run (passes_ran), then only its context (for the next pass manager); any other
+    use raises _StageReachedRun, and a Triton function handed it refuses it (TypeError) before doing
+    anything: the stage function is stopped where its work on the passes' result would begin."""
+
+    def __init__(self, handle):
+        object.__setattr__(self, "_handle", handle)
+        object.__setattr__(self, "passes_ran", False)
+
+    def __getattr__(self, name):
+        if self.passes_ran and name != "context":
+            raise _StageReachedRun()
+        return getattr(self._handle, name)
+
+    def __setattr__(self, name, value):
+        if name == "passes_ran":
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._handle, name, value)
+
+
 class Stage:
     """One of the backend's stage functions (make_ttir, make_ttgir, make_llir) for one target and
     option set, as Triton's compile() calls it: stage(module, metadata). Not thread-safe (reading
@@ -190,14 +213,18 @@ class Stage:
 
     def passes(self, module):
         """The PassCalls the stage function makes, in order, or None when it ran no pass manager. It runs
-        up to its pass manager's run() on `module` (what it does before its passes, such as setting
-        ttg.maxnreg, happens to it). Raises what the stage function raises before that."""
+        up to its pass managers' run() on `module` (what it does before its passes, such as setting
+        ttg.maxnreg, happens to it); the passes of every pass manager it runs one after another (AMD's
+        make_ttgir runs two) are recorded, up to the first use of the module after a run other than
+        making the next pass manager. Raises what the stage function raises before its first run."""
+        watched = _ModuleUntilPassesRan(module.handle)
         with _recording(stop_at_run=True) as added:
             try:
-                self._function(module.handle, {})
-            except _StageReachedRun:
-                return list(added)
-        return None
+                self._function(watched, {})
+            except Exception:  # after a run: the stage went on to what follows its passes
+                if not watched.passes_ran:
+                    raise
+        return list(added) if watched.passes_ran else None
 
     def finish(self, module, metadata):
         """The rest of the stage function after its passes, which have run already: the stage is called
@@ -208,19 +235,19 @@ class Stage:
             return self._function(module.handle, metadata)
 
 
-def stages(capability, options):
+def stages(arch, options):
     """(Triton's full option set as a dict, {stage name: Stage}) for `options` (option name -> value)
-    on a capability, as the backend's add_stages hands them to compile(). Raises what Triton raises
+    on an arch, as the backend's add_stages hands them to compile(). Raises what Triton raises
     for options it refuses (ValueError, AssertionError, TypeError)."""
-    parsed = compiler.backend(capability).parse_options(compiler.explicit_options(options))
+    parsed = compiler.backend(arch).parse_options(compiler.explicit_options(options))
     functions = {}
-    compiler.backend(capability).add_stages(functions, parsed, Language.TRITON)
+    compiler.backend(arch).add_stages(functions, parsed, Language.TRITON)
     return dict(parsed.__dict__), {name: Stage(name, function) for name, function in functions.items()}
 
 
-def backend_name(capability):
-    """The class name of Triton's backend for a capability ("CUDABackend")."""
-    return type(compiler.backend(capability)).__name__
+def backend_name(arch):
+    """The class name of Triton's backend for an arch ("CUDABackend", "HIPBackend")."""
+    return type(compiler.backend(arch)).__name__
 
 
 # ---- compiling from a stage file ----
@@ -233,26 +260,43 @@ class Function:
     tensordesc_meta: list   # the TMA descriptor metadata a .ttgir records; None for .ttir
 
 
-def read_function(path, capability):
+def read_function(path, arch):
     """The public function of the .ttir or .ttgir file at `path` (its extension names the stage);
     raises what Triton raises for a file it cannot parse."""
     context = _ir.context()  # the module lives only as long as its context: keep it while reading
-    source = IRSource(str(path), context, compiler.backend(capability))
+    source = IRSource(str(path), context, compiler.backend(arch))
     types_in_order = tuple(source.signature[index] for index in sorted(source.signature))
     tensordesc_meta = source.module.get_tensordesc_metadata() if str(path).endswith(".ttgir") else None
     return Function(source.name.lstrip("@"), types_in_order, tensordesc_meta)
 
 
-def compile_file(path, capability, options):
-    """Triton's own compile of the .ttir or .ttgir file at `path` for a capability, with `options`
-    (option name -> value; from a .ttgir its num_warps and num_ctas attributes win), in a private
-    cache folder: ({stage: text} of the later IR stages, the cubin, Triton's metadata as a dict).
-    Raises what Triton raises."""
+def compile_file(path, arch, options):
+    """Triton's own compile of the .ttir or .ttgir file at `path` for an arch, with `options` (option
+    name -> value; from a .ttgir its num_warps and num_ctas attributes win), in a private cache
+    folder: ({stage: text} of the later IR stages, the image (cubin or AMD code object), Triton's
+    metadata as a dict). Raises what Triton raises."""
     with compiler.private_cache():
-        compiled = triton.compile(str(path), target=compiler.gpu_target(capability),
+        compiled = triton.compile(str(path), target=compiler.gpu_target(arch),
                                   options=compiler.explicit_options(options))
-    texts = {stage: text for stage, text in compiled.asm.items() if stage != "cubin" and isinstance(text, str)}
-    return texts, compiled.asm["cubin"], dict(compiled.metadata._asdict())
+    texts = {stage: text for stage, text in compiled.asm.items() if isinstance(text, str)}
+    image = next(data for data in compiled.asm.values() if isinstance(data, bytes))
+    return texts, image, dict(compiled.metadata._asdict())
+
+
+def llir_to_amdgcn(llir, metadata, arch, options):
+    """The AMD backend's make_amdgcn of LLVM IR text (LLVM's AMDGPU code generator), as compile() runs
+    it after make_llir; records in `metadata` what that stage records. Raises what Triton raises."""
+    _llvm.init_targets()
+    backend = compiler.backend(arch)
+    return backend.make_amdgcn(llir, metadata, backend.parse_options(compiler.explicit_options(options)))
+
+
+def amdgcn_to_hsaco(amdgcn, metadata, arch, options):
+    """The AMD backend's make_hsaco of AMDGCN assembly (assembled and linked by the LLD in
+    libtriton): the code object's bytes. Raises what Triton raises."""
+    _llvm.init_targets()
+    backend = compiler.backend(arch)
+    return backend.make_hsaco(amdgcn, metadata, backend.parse_options(compiler.explicit_options(options)))
 
 
 def llir_to_ptx(llir, metadata, capability, options):

@@ -4,6 +4,7 @@
 # inputs and from-ir's Triton-cache side reach Triton's JIT only through here. Whatever differs
 # between releases (3.7+ gives constexprs an empty attrs entry: versions.Release.constexpr_attrs_entries)
 # is the installed Triton's own code running, not an imitation of it.
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -128,7 +129,8 @@ def key_text(value):
 # ---- the JIT's binder ----
 
 class StandInPointer:
-    """What the binder reads from a tensor argument: its dtype and its address (16-aligned or not)."""
+    """What the binder reads from a tensor argument: its dtype and its address (16-aligned or not);
+    for AMD's binder also the bytes it spans (ptr_range), over 2 GB: no buffer-op specialization."""
 
     def __init__(self, dtype, aligned):
         self.dtype = dtype
@@ -136,6 +138,9 @@ class StandInPointer:
 
     def data_ptr(self):
         return self.address
+
+    def ptr_range(self):
+        return 2 ** 32
 
 
 # Scalar stand-ins by Triton type and 16-divisibility: values the binder reads as that type.
@@ -181,12 +186,34 @@ def specialize(function, capability, arguments):
     arguments passed as 1 or None). Runs the installed Triton's binder and _pack_args, so the result is
     that release's. Raises TypeError or ValueError for arguments the binder refuses."""
     binder = _BINDERS.get(function, capability)
-    bound, specialization, options = binder(**arguments)
+    with _within_2gb_without_torch():
+        bound, specialization, options = binder(**arguments)
     # The options _pack_args parses are no part of the specialization; explicit ones keep 3.9's
     # fp-fusion notice quiet.
     _, signature, constexprs, attrs = function._pack_args(backend(capability), explicit_options({}), bound,
                                                           specialization, options)
     return Specialization(dict(signature), dict(constexprs), dict(attrs))
+
+
+@contextlib.contextmanager
+def _within_2gb_without_torch():
+    """While active, AMD's binder asks a stand-in's ptr_range() whether it spans at most 2 GB (its
+    "S" specialization, tt.pointer_range = 32) as it does for any object that has one, without
+    importing torch first (HIPBackend.is_within_2gb does: taot runs without torch)."""
+    try:
+        from triton.backends.amd.compiler import HIPBackend
+    except ImportError:
+        yield
+        return
+    original = HIPBackend.__dict__.get("is_within_2gb")
+    if original is None:  # a Triton without buffer-op specialization
+        yield
+        return
+    HIPBackend.is_within_2gb = staticmethod(lambda arg: hasattr(arg, "ptr_range") and arg.ptr_range() <= 2 ** 31 - 1)
+    try:
+        yield
+    finally:
+        HIPBackend.is_within_2gb = original
 
 
 # ---- backend options ----

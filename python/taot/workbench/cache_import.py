@@ -33,7 +33,7 @@ from ..spec.arg_kinds import ARG_KINDS, SIGNATURE_SCALAR_TYPES
 from ..spec.model import INT, POINTER, ArgSpec, ConfigField, KernelSpec, LibrarySpec
 from ..spec.validate import OPTION_DEFAULTS, OPTION_KINDS, validate_spec
 from ..spec.writer import one_or_list as _one_or_list, render_spec, unique as _unique
-from ..spec.targets import KNOWN_CAPABILITIES, Target
+from ..spec.targets import arch_name, arch_order, target_of_arch
 from ..spec.variants import Binding, Variant, check_unique_ids, variant_id
 from ..triton_api import RELEASE, VERSION, versions
 from ..triton_api import compiler as triton_compiler, options as triton_options
@@ -160,8 +160,8 @@ def _usable_entries(entries, notes):
         version = entry.metadata.get("triton_version")
         if versions.release_of(str(version)) is not RELEASE:
             other_releases.setdefault(str(version), []).append(entry.label)
-        elif entry.capability not in KNOWN_CAPABILITIES:
-            notes.append(f"left out {entry.label}: compiled for compute capability {entry.capability}, which "
+        elif target_of_arch(entry.arch) is None:
+            notes.append(f"left out {entry.label}: compiled for {arch_name(entry.arch)}, which "
                          "taot does not know")
         else:
             usable.append(entry)
@@ -195,8 +195,8 @@ def _group_by_function(entries):
     return dict(sorted(groups.items()))
 
 
-def _target(capability):
-    return Target(f"sm_{capability}", capability)
+def _target(arch):
+    return target_of_arch(arch)
 
 
 # ---- one kernel ----
@@ -208,7 +208,7 @@ def _import_kernel(name, entries, grid, spec_path, library_name, outdir, ir, not
     if function is not None:
         results = cache_recovery.recover_all(entries, function.jit)
         recovered = {key: result for key, result in results.items() if not isinstance(result, NotRecovered)}
-        failed = [(entry, str(results[entry.key])) for entry in entries if entry.key not in recovered]
+        failed = [(entry, results[entry.key]) for entry in entries if entry.key not in recovered]
         source = entries[0].source_file
         if recovered:
             try:
@@ -218,13 +218,16 @@ def _import_kernel(name, entries, grid, spec_path, library_name, outdir, ir, not
                 reason = str(problem)
             else:
                 for entry, why in failed:
-                    notes.append(f"left out {entry.label}: it does not match {name} in {source} as it is now "
-                                 f"({why}; {STALE_CAUSES}); --no-source imports every entry from its IR alone")
+                    notes.append(f"left out {entry.label}: " + (
+                        f"{why}" if isinstance(why, cache_recovery.Inexpressible) else
+                        f"it does not match {name} in {source} as it is now ({why}; {STALE_CAUSES})")
+                        + "; --no-source imports every entry from its IR alone")
                 return kernel
         else:
             others = f" (nor do the other {len(failed) - 1})" if len(failed) > 1 else ""
-            reason = (f"its entries do not match {name} in {source} as it is now: {failed[0][1]}{others}; "
-                      f"{STALE_CAUSES}")
+            reason = f"{failed[0][1]}{others}" if isinstance(failed[0][1], cache_recovery.Inexpressible) else \
+                (f"its entries do not match {name} in {source} as it is now: {failed[0][1]}{others}; "
+                 f"{STALE_CAUSES}")
     return _ir_kernel(name, entries, grid, reason, function, spec_path, outdir, notes)
 
 
@@ -253,9 +256,9 @@ def _exact_kernel(name, function, entries, recovered, grid, spec_path, library_n
     described = _describe_arguments(jit, entries, recovered, points)
     options = _describe_options(entries, recovered, points)
     _check_grid(name, grid, described, options)
-    targets = sorted({entry.capability for entry in entries})
+    targets = sorted({entry.arch for entry in entries}, key=arch_order)
     table = {"name": name, "source": _relative(triton_jit.function_file(jit), spec_path.parent), "function": name,
-             "targets": [f"sm_{capability}" for capability in targets]}
+             "targets": [arch_name(arch) for arch in targets]}
     if grid is not None:  # none: every launch gives the grid
         table["grid"] = _grid_values(grid)
     where = _where(described, options, points, entries, targets)
@@ -370,14 +373,16 @@ def _describe_options(entries, recovered, points):
     compiled = [triton_jit.option_values(recovered[entry.key].options) for entry in entries]
     chosen = {}
     for name in OPTION_KINDS:  # the installed Triton's options (3.5 has no enable_reflect_ftz)
-        values = [each[name] for each in compiled]
+        if not any(name in each for each in compiled):
+            continue  # another vendor's option
+        values = [each.get(name) for each in compiled]
         if name in ALWAYS_OPTIONS or any(value != OPTION_DEFAULTS.get(name) for value in values):
             if any(value is None for value in values):
                 raise _Inexact(f"some entries set {name} and others do not")
             chosen[name] = values
     for index, entry in enumerate(entries):
         given = {name: values[index] for name, values in chosen.items()}
-        parsed = json_safe(triton_compiler.parse_options(entry.capability, given))
+        parsed = json_safe(triton_compiler.parse_options(entry.arch, given))
         actual = json_safe(compiled[index])
         for field, value in actual.items():
             if parsed.get(field) != value:
@@ -398,8 +403,8 @@ def _where(described, options, points, entries, targets):
     keys = {}
     for point, entry in zip(points, entries):
         key = canonical_json(_point_terms(point))
-        keys.setdefault(key, (point, set()))[1].add(f"sm_{entry.capability}")
-    everywhere = all(found == {f"sm_{capability}" for capability in targets} for _, found in keys.values())
+        keys.setdefault(key, (point, set()))[1].add(arch_name(entry.arch))
+    everywhere = all(found == {arch_name(arch) for arch in targets} for _, found in keys.values())
     if product == len(keys) and everywhere:
         return None
     varying = _varying(points)
@@ -494,13 +499,13 @@ def _match(jit, jobs, entries, recovered, notes):
     by_inputs = {}
     for entry in entries:
         inputs = recovered[entry.key]
-        key = (f"sm_{entry.capability}", _compiled_terms(inputs.signature, inputs.constexprs, inputs.divisible),
+        key = (arch_name(entry.arch), _compiled_terms(inputs.signature, inputs.constexprs, inputs.divisible),
                canonical_json(json_safe(triton_jit.option_values(inputs.options))))
         by_inputs.setdefault(key, []).append(entry)
     placements = []
     for job in jobs:
         inputs = job.inputs
-        options = triton_jit.options_object(job.capability, inputs["options"])
+        options = triton_jit.options_object(job.arch, inputs["options"])
         divisible = {int(index) for index, value in inputs["attrs"].items() if triton_jit.DIVISIBLE in value}
         key = (job.target, _compiled_terms(inputs["signature"], inputs["constexprs"], divisible),
                canonical_json(json_safe(triton_jit.option_values(options))))
@@ -512,7 +517,7 @@ def _match(jit, jobs, entries, recovered, notes):
                       for arg, value in inputs["constexprs"].items()}
         # The key compiling the job now gives, with the attrs each entry was compiled with (the JIT's
         # or a direct call's: their empty entries change the key, not the code).
-        now = {entry.key: triton_jit.cache_hash(jit, job.capability, triton_jit.Specialization(
+        now = {entry.key: triton_jit.cache_hash(jit, job.arch, triton_jit.Specialization(
             inputs["signature"], constexprs, recovered[entry.key].attrs), options, env_now) for entry in candidates}
         chosen = next((entry for entry in candidates if entry.triton_hash == now[entry.key]), candidates[0])
         for other in candidates:
@@ -543,7 +548,7 @@ def _imported_inputs(entry, target_name):
     """What an imported entry's record says it came from: never equal to what a compile asks for."""
     return {"format": INPUTS_FORMAT, "triton_version": entry.metadata.get("triton_version"),
             "imported_from_triton_cache": {"entry": entry.key, "function": entry.name, "hash": entry.triton_hash},
-            "target": {"name": target_name, "capability": entry.capability}}
+            "target": {"name": target_name, "capability": entry.arch}}
 
 
 # ---- from the IR alone ----
@@ -578,7 +583,7 @@ def _ir_kernel(name, entries, grid, reason, function, spec_path, outdir, notes):
         types = _unique([bindings[index].type for bindings in per_entry if bindings[index] is not None])
         args.append(ArgSpec(arg_name, index, ARG_KINDS[kind].name, tuple(types)))
     fields = _ir_option_fields(name, entries, notes)
-    targets = tuple(_target(capability) for capability in sorted({entry.capability for entry in entries}))
+    targets = tuple(_target(arch) for arch in sorted({entry.arch for entry in entries}, key=arch_order))
     int_args = [arg.name for arg in args if arg.rules.grid_operand]
     int_fields = [field.name for field in fields if field.kind == INT]
     grid_text, trees = _parse_grid(name, grid, int_args, int_fields, reason)
@@ -673,7 +678,7 @@ def _ir_variants(kernel, entries, per_entry, outdir):
         key = canonical_json([repr(bindings), config, source_digest])
         group = groups.setdefault(key, {"bindings": bindings, "config": config, "digest": source_digest,
                                         "entries": {}})
-        group["entries"].setdefault(f"sm_{entry.capability}", entry)
+        group["entries"].setdefault(arch_name(entry.arch), entry)
     ids = {}
     for key, group in groups.items():
         ids[key] = variant_id(kernel, group["bindings"], group["config"])
@@ -768,8 +773,8 @@ def _place(placement, function, library_name, ir):
         return
     entry = placement.entry
     libraries = set(artifacts.clear(folder, placement.inputs)) | {library_name}
-    asm = {stage: entry.text(stage) for stage in ("ttir", "ttgir", "llir", "ptx")}
-    asm["cubin"] = entry.files["cubin"].read_bytes()
+    asm = {stage: entry.text(stage) for stage in entry.ir_stages}
+    asm[entry.image] = entry.files[entry.image].read_bytes()
     artifacts.write(folder, function, asm, entry.metadata, placement.inputs, libraries, ir)
 
 
@@ -794,7 +799,7 @@ def _place_swapped(placement, function, outdir, say):
     from .rebuild import STAGES, Rebuilt
     entry, record = placement.entry, swap_record(placement.entry)
     stage = record.get("stage")
-    if stage not in STAGES or (stage != "cubin" and stage not in entry.files):
+    if stage not in STAGES or (stage != entry.image and stage not in entry.files):
         raise TaotError(f"cache entry {entry.label}: its {MARKER} names stage {stage!r}, which the entry "
                         "does not hold; remove the entry's folder")
     outcome = job_module.run_job(placement.job)
@@ -805,8 +810,9 @@ def _place_swapped(placement, function, outdir, say):
     later = STAGES[STAGES.index(stage) + 1:]
     rebuilt = Rebuilt(path=str(record.get("edited") or entry.files[stage]), stage=stage, data=data,
                       sha256=hashlib.sha256(data).hexdigest(),
-                      stages={name: entry.text(name) for name in later if name != "cubin" and name in entry.files},
-                      cubin=entry.files["cubin"].read_bytes(), metadata=entry.metadata, carried=())
+                      stages={name: entry.text(name) for name in later if name in entry.ir_stages and name in entry.files},
+                      cubin=entry.files[entry.image].read_bytes(), metadata=entry.metadata, carried=(),
+                      image_stage=entry.image)
     compiled = artifacts.read_record(Path(placement.artifact_dir))
     overrides.write(outdir, placement.variant_id, placement.target, function, rebuilt, compiled["cubin"]["sha256"])
     say(f"{entry.label}: swapped by taot from-ir (an edited {stage}): kept as the override of {placement.variant_id} "
@@ -814,8 +820,8 @@ def _place_swapped(placement, function, outdir, say):
 
 
 def _library(name, kernels, spec_path):
-    capabilities = sorted({target.capability for kernel in kernels for target in kernel.kernel.targets})
-    return LibrarySpec(name, tuple(_target(capability) for capability in capabilities),
+    archs = sorted({target.arch for kernel in kernels for target in kernel.kernel.targets}, key=arch_order)
+    return LibrarySpec(name, tuple(_target(arch) for arch in archs),
                        tuple(kernel.kernel for kernel in kernels), spec_path, spec_path.name,
                        variants={kernel.name: kernel.variants for kernel in kernels})
 

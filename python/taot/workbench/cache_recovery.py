@@ -30,6 +30,11 @@ class NotRecovered(Problem):
     """The entry's compile inputs could not be recovered; the message says why."""
 
 
+class Inexpressible(NotRecovered):
+    """The entry was compiled with a specialization no spec can ask for: the function as it is now is
+    not the question."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Recovered:
     """An entry's exact compile inputs, as they were passed to triton.compile."""
@@ -70,7 +75,7 @@ def recover_all(entries, function):
         first = group["entries"][0]
         pools = _candidate_pools("\n".join(entry.text("source") for entry in group["entries"]), function)
         slots = _slots(first, function, pools)
-        results.update(_search(function, slots, group["suffixes"], first.capability))
+        results.update(_search(function, slots, group["suffixes"], first.arch))
     return results
 
 
@@ -98,14 +103,18 @@ def _search_context(entry, function):
         raise NotRecovered(f"compiled by Triton {version}, not {VERSION}, which taot runs: a cache key covers "
                            "Triton's exact version, so an entry's inputs can be recovered only under the Triton "
                            "that compiled it")
+    if "tt.pointer_range" in entry.text("source"):
+        raise Inexpressible("its pointers carry tt.pointer_range = 32: AMD's JIT specializes a tensor under 2 GB for "
+                           "buffer loads and stores, which a taot spec cannot express (taot compiles AMD variants "
+                           "for tensors of any size; docs/amd.md)")
     slots = _slots(entry, function, None)
     options = options_of(metadata)
     env = environment_of(metadata)
     try:
-        suffix = jit.key_suffix(entry.capability, options, env)
+        suffix = jit.key_suffix(entry.arch, options, env)
     except OSError as error:  # a library file the options name (libdevice) is not here
         raise NotRecovered(f"its options name a file that is not here ({error.filename})") from None
-    return slots, suffix, (options, env, entry.capability)
+    return slots, suffix, (options, env, entry.arch)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from . import triton_cache
 from ..errors import TaotError
 from ..fsutil import write_atomically
+from ..spec.targets import arch_name
 from ..triton_api import jit as triton_jit
 from .rebuild import KERNEL_KEYS, Reference
 
@@ -33,7 +34,7 @@ def find_entry(cache_dir, name, variant_reference=None, entry_key=None):
         contents = triton_cache.read_cache(cache_dir)
     except triton_cache.CacheProblem as problem:
         raise TaotError(str(problem)) from None
-    usable = [entry for entry in contents.entries if entry.metadata and "cubin" in entry.files]
+    usable = [entry for entry in contents.entries if entry.metadata and entry.image in entry.files]
     if entry_key is not None:
         return _by_key(cache_dir, usable, entry_key, name)
     named = [entry for entry in usable if name is None or _kernel_name(entry) == name]
@@ -48,7 +49,7 @@ def find_entry(cache_dir, name, variant_reference=None, entry_key=None):
                         f"(or give --variant and -o so the variant picks it):\n{_listing(named)}")
     fitting = [entry for entry in named if _fits(entry, variant_reference)]
     if not fitting:
-        raise TaotError(f"{cache_dir}: no entry of kernel {name} was compiled for sm_{variant_reference.capability} "
+        raise TaotError(f"{cache_dir}: no entry of kernel {name} was compiled for {arch_name(variant_reference.arch)} "
                         f"with the parameters of {variant_reference.label}; entries of {name}:\n{_listing(named)}")
     reference_ttir = variant_reference.stages.get("ttir")
     same = [entry for entry in fitting if reference_ttir is not None and "ttir" in entry.files
@@ -81,10 +82,10 @@ def _kernel_name(entry):
 
 def _fits(entry, reference):
     from . import cubin as cubin_reader
-    if entry.capability != reference.capability:
+    if entry.arch != reference.arch:
         return False
     try:
-        ours = cubin_reader.read(entry.files["cubin"].read_bytes()).kernels.get(_kernel_name(entry))
+        ours = cubin_reader.read(entry.files[entry.image].read_bytes()).kernels.get(_kernel_name(entry))
         theirs = cubin_reader.read(reference.cubin).kernels.get(reference.metadata.get("name"))
     except (OSError, cubin_reader.CubinError):
         return False
@@ -95,7 +96,7 @@ def _listing(entries, reference_ttir=None):
     lines = []
     for entry in entries:
         metadata = entry.metadata
-        facts = f"sm_{metadata['target']['arch']}, num_warps {metadata.get('num_warps')}, num_stages " \
+        facts = f"{arch_name(metadata['target']['arch'])}, num_warps {metadata.get('num_warps')}, num_stages " \
                 f"{metadata.get('num_stages')}, shared {metadata.get('shared')}"
         if reference_ttir is not None and "ttir" in entry.files:
             same = without_locations(entry.text("ttir")) == without_locations(reference_ttir)
@@ -118,12 +119,12 @@ def without_locations(text):
 
 def entry_reference(entry):
     """The kernel a cache entry holds, as what a rebuild swapped into it must fit."""
-    stages = {stage: entry.text(stage) for stage in triton_cache.IR_STAGES if stage in entry.files
+    stages = {stage: entry.text(stage) for stage in entry.ir_stages if stage in entry.files
               and entry.files[stage].is_file()}
     names = tuple(parameter.name for parameter in entry.parameters)
     names = names + ("global_scratch", "profile_scratch") if names else ()
-    return Reference(label=f"Triton cache entry {entry.key}", capability=entry.capability, metadata=entry.metadata,
-                     cubin=entry.files["cubin"].read_bytes(), stages=stages, parameter_names=names)
+    return Reference(label=f"Triton cache entry {entry.key}", arch=entry.arch, metadata=entry.metadata,
+                     cubin=entry.files[entry.image].read_bytes(), stages=stages, parameter_names=names)
 
 
 def swap_into_entry(entry, rebuilt):
@@ -136,7 +137,7 @@ def swap_into_entry(entry, rebuilt):
         children = json.loads(group_path.read_text())["child_paths"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise TaotError(f"{group_path}: cannot read Triton's group file ({error})") from None
-    replaced = _sha256(entry.files["cubin"].read_bytes())
+    replaced = _sha256(entry.files[entry.image].read_bytes())
     written = []
 
     def put(file_name, data):
@@ -146,7 +147,7 @@ def swap_into_entry(entry, rebuilt):
 
     for stage, text in rebuilt.stages.items():
         put(f"{entry.name}.{stage}", text.encode())
-    put(f"{entry.name}.cubin", rebuilt.cubin)
+    put(f"{entry.name}.{entry.image}", rebuilt.cubin)
     metadata = dict(entry.metadata)
     metadata.update({key: rebuilt.metadata[key] for key in KERNEL_KEYS if key in rebuilt.metadata})
     put(f"{entry.name}.json", json.dumps(metadata).encode())
@@ -217,9 +218,9 @@ def write_override(directory, key, file_name, rebuilt):
     folder = override_folder(directory, key)
     folder.mkdir(parents=True, exist_ok=True)
     files = dict(rebuilt.stages)
-    if rebuilt.stage != "cubin":
+    if rebuilt.stage != rebuilt.image_stage:
         files[rebuilt.stage] = rebuilt.data.decode()
     for stage, text in files.items():
         write_atomically(folder / f"{file_name}.{stage}", text.encode())
-    write_atomically(folder / f"{file_name}.cubin", rebuilt.cubin)
+    write_atomically(folder / f"{file_name}.{rebuilt.image_stage}", rebuilt.cubin)
     return folder

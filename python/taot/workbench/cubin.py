@@ -1,13 +1,18 @@
-# What a cubin (a CUDA ELF file) says about its kernels, read without cuobjdump: the target it was
-# built for, each kernel's parameter sizes (.nv.info.<kernel>: EIATTR_KPARAM_INFO) and the thread
-# count it requires (EIATTR_REQNTID), enough to check that a cubin fits a launch. The target is read
-# as codegen/src/cubin.cpp reads it; both are tested on tests/unit/codegen/data/cubin_targets.json.
+# What a GPU image says about its kernels, read without cuobjdump or ROCm's tools: the target it was
+# built for, each kernel's parameter sizes and the thread count it requires, enough to check that an
+# image fits a launch. A cubin (a CUDA ELF file) keeps them in .nv.info.<kernel> (EIATTR_KPARAM_INFO,
+# EIATTR_REQNTID), its target read as codegen/src/cubin.cpp reads it (both are tested on
+# tests/unit/codegen/data/cubin_targets.json); an AMDGPU code object (Triton's .hsaco) in its
+# NT_AMDGPU_METADATA note, MessagePack (amdhsa.kernels[].args[].size; amdhsa.target).
 import struct
 from dataclasses import dataclass
 
 from ..errors import Problem
 
 EM_CUDA = 190
+EM_AMDGPU = 224
+_SECTION_NOTE = 7            # SHT_NOTE
+_NOTE_AMDGPU_METADATA = 32   # NT_AMDGPU_METADATA, owner "AMDGPU"
 
 # .nv.info attribute records: a format byte, an attribute byte, then by format: nothing, one byte,
 # a 16-bit value (each padded to 4 bytes in all), or a 16-bit size and that many bytes.
@@ -30,25 +35,29 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Cubin:
-    sm: int                       # e.g. 90
+    sm: int                       # e.g. 90; 0 for an AMD code object
     arch_specific: bool           # built for sm_90a rather than sm_90
     kernels: dict                 # name -> Kernel, for every kernel entry
+    gfx: str = None               # an AMD code object's target, "gfx942"
 
     @property
     def target(self):
-        return f"sm_{self.sm}{'a' if self.arch_specific else ''}"
+        return self.gfx or f"sm_{self.sm}{'a' if self.arch_specific else ''}"
 
 
 def read(data):
-    """The kernels of a cubin. Raises CubinError for anything but a 64-bit little-endian CUDA ELF."""
+    """The kernels of a cubin or an AMDGPU code object. Raises CubinError for anything but a 64-bit
+    little-endian ELF of either."""
     data = bytes(data)
     if len(data) < 64 or data[:4] != b"\x7fELF":
         raise CubinError("not an ELF file")
     if data[4] != 2 or data[5] != 1:
         raise CubinError("not a 64-bit little-endian ELF file")
     machine, = struct.unpack_from("<H", data, 18)
+    if machine == EM_AMDGPU:
+        return _read_code_object(data)
     if machine != EM_CUDA:
-        raise CubinError(f"an ELF file for machine {machine}, not CUDA ({EM_CUDA})")
+        raise CubinError(f"an ELF file for machine {machine}, not CUDA ({EM_CUDA}) or AMDGPU ({EM_AMDGPU})")
     abi_version, flags = data[8], struct.unpack_from("<I", data, 48)[0]
     sm, arch_specific = _arch(abi_version, flags)
     kernels = {}
@@ -82,8 +91,46 @@ def _compat_says_arch_specific(body):
     return False
 
 
-def _sections(data):
-    """(name, bytes) of each section."""
+def _read_code_object(data):
+    """An AMDGPU code object's kernels and target, from its metadata note."""
+    import msgpack
+    notes = [body for name, kind, body in _sections(data, with_kind=True) if kind == _SECTION_NOTE]
+    metadata = None
+    for body in notes:
+        for owner, kind, description in _notes(body):
+            if owner == b"AMDGPU" and kind == _NOTE_AMDGPU_METADATA:
+                try:
+                    metadata = msgpack.unpackb(description, raw=False, strict_map_key=False)
+                except (ValueError, msgpack.exceptions.ExtraData) as error:
+                    raise CubinError(f"its AMDGPU metadata note is not MessagePack: {error}") from None
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("amdhsa.kernels"), list):
+        raise CubinError("an AMDGPU code object without the metadata note (NT_AMDGPU_METADATA) of its kernels")
+    target = str(metadata.get("amdhsa.target", ""))  # "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"
+    gfx = target.rpartition("--")[2].partition(":")[0] or None
+    kernels = {}
+    for kernel in metadata["amdhsa.kernels"]:
+        arguments = sorted(kernel.get(".args", []), key=lambda argument: argument.get(".offset", 0))
+        kernels[kernel[".name"]] = Kernel(kernel[".name"], tuple(argument[".size"] for argument in arguments), ())
+    return Cubin(sm=0, arch_specific=False, kernels=kernels, gfx=gfx)
+
+
+def _notes(body):
+    """(owner, type, description) of each ELF note in a note section's bytes."""
+    position = 0
+    while position + 12 <= len(body):
+        name_size, description_size, kind = struct.unpack_from("<III", body, position)
+        position += 12
+        owner = body[position:position + name_size].rstrip(b"\0")
+        position += (name_size + 3) & ~3
+        description = body[position:position + description_size]
+        if len(description) != description_size:
+            raise CubinError("a note runs past the end of its section")
+        position += (description_size + 3) & ~3
+        yield owner, kind, description
+
+
+def _sections(data, with_kind=False):
+    """(name, bytes) of each section; (name, type, bytes) `with_kind`."""
     section_offset, = struct.unpack_from("<Q", data, 40)
     entry_size, count, names_index = struct.unpack_from("<HHH", data, 58)
     if entry_size < 64 or section_offset + entry_size * count > len(data) or names_index >= count:
@@ -97,7 +144,7 @@ def _sections(data):
         if kind != 8 and offset + size > len(data):  # SHT_NOBITS holds no bytes
             raise CubinError(f"section {name} runs past the end of the file ({len(data)} bytes)")
         body = b"" if kind == 8 else data[offset:offset + size]
-        yield name, body
+        yield (name, kind, body) if with_kind else (name, body)
 
 
 def _kernel(name, body):

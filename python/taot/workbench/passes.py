@@ -8,6 +8,7 @@ import difflib
 import gzip
 import json
 import lzma
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from .. import triton_api
 from ..compile import ir_files
 from ..errors import PassFailed, TaotError
 from ..compile.jobs import captured_output, diagnostic_lines, json_safe
-from ..spec.targets import Target, parse_target
+from ..spec.targets import Target, parse_target, target_of_arch
 from ..triton_api import compiler as triton_compiler, options as triton_options
 from ..triton_api import ir
 
@@ -106,10 +107,10 @@ def compile_metadata(ir_path):
 
 
 def _metadata_target(metadata):
-    """The target a compile's metadata names (its GPUTarget, or its arch "sm90"), or None."""
+    """The target a compile's metadata names (its GPUTarget, or its arch "sm90" or "gfx942"), or None."""
     target = metadata.get("target")
-    if isinstance(target, dict) and isinstance(target.get("arch"), int):
-        return parse_target(f"sm_{target['arch']}")
+    if isinstance(target, dict) and isinstance(target.get("arch"), (int, str)):
+        return target_of_arch(target["arch"])
     arch = metadata.get("arch")
     return parse_target(arch) if isinstance(arch, str) else None
 
@@ -120,10 +121,10 @@ def _ir_settings(module, path):
     found = {name: value for name, value in found.items() if value is not None}
     target_name = module.string_attribute("ttg.target")
     if target_name is not None:
-        backend, _, capability = target_name.partition(":")
-        target = parse_target(f"sm_{capability}") if backend == "cuda" else None
+        backend, _, arch = target_name.partition(":")
+        target = parse_target(f"sm_{arch}") if backend == "cuda" else parse_target(arch) if backend == "hip" else None
         if target is None:
-            raise TaotError(f"{path}: ttg.target = \"{target_name}\" is not a CUDA target taot compiles for")
+            raise TaotError(f"{path}: ttg.target = \"{target_name}\" is not a target taot compiles for")
         found["target"] = target
     return found
 
@@ -149,7 +150,7 @@ def resolve_settings(module, path, flags, flag_target):
 
     if "target" in from_ir:
         target, target_source = from_ir["target"], "the IR"
-        if flag_target is not None and flag_target.capability != target.capability:
+        if flag_target is not None and flag_target.arch != target.arch:
             disagree("target", target.name, "--target", flag_target.name)
     elif flag_target is not None:
         target, target_source = flag_target, "--target"
@@ -158,8 +159,8 @@ def resolve_settings(module, path, flags, flag_target):
     else:
         target, target_source = parse_target(DEFAULT_TARGET), "taot's default"
 
-    option_fields = triton_compiler.option_fields()
-    if compiled_for is not None and compiled_for.capability != target.capability:
+    option_fields = triton_compiler.option_fields(target.vendor)
+    if compiled_for is not None and compiled_for.arch != target.arch:
         option_fields &= set(TUNABLE_OPTIONS)  # the others Triton derived from the compile's own target
     from_metadata = {name: _frozen(value) for name, value in metadata.items()
                      if name in option_fields and name not in _MACHINE_OPTIONS and value is not None}
@@ -341,6 +342,23 @@ def parse_module(path, context):
     return module
 
 
+def _likely_target(path, flag_target):
+    """The target whose dialects a file is parsed with (before resolve_settings reads it from the
+    parsed module): --target, else the module's ttg.target as written, else the compile metadata's,
+    else taot's default."""
+    if flag_target is not None:
+        return flag_target
+    try:
+        written = re.search(r'ttg\.target\s*=\s*"(cuda|hip):(\w+)"', ir_files.read_stage(path))
+    except (OSError, EOFError, ValueError, lzma.LZMAError, gzip.BadGzipFile):
+        written = None  # parse_module says what is wrong with the file
+    if written:
+        target = target_of_arch(int(written.group(2)) if written.group(1) == "cuda" else written.group(2))
+        if target is not None:
+            return target
+    return _metadata_target(compile_metadata(path)[1]) or parse_target(DEFAULT_TARGET)
+
+
 class PipelineRun:
     """One IR file parsed into its own MLIR context, a pipeline's settings and its recorded steps;
     run() applies a step to the module in place. Not thread-safe (recording patches Triton's bindings)."""
@@ -350,15 +368,19 @@ class PipelineRun:
         and record the pipeline's steps from Triton's own stage function."""
         self.path = Path(path)
         self.pipeline = pipeline
-        self.context = ir.new_context((flag_target or parse_target(DEFAULT_TARGET)).capability)
+        parsed_for = _likely_target(self.path, flag_target)
+        self.context = ir.new_context(parsed_for.arch)
         self.module = parse_module(self.path, self.context)
         self.settings = resolve_settings(self.module, self.path, flags, flag_target)
-        capability = self.settings.target.capability
+        arch = self.settings.target.arch
+        if self.settings.target.vendor != parsed_for.vendor:  # its backend's passes need its dialects
+            self.context = ir.new_context(arch)
+            self.module = parse_module(self.path, self.context)
         try:
-            self.options, stages = ir.stages(capability, self.settings.values())
+            self.options, stages = ir.stages(arch, self.settings.values())
         except (ValueError, AssertionError, TypeError) as error:
             raise TaotError(f"Triton refuses these options for {self.settings.target.name}: {error}") from None
-        self.backend_name = ir.backend_name(capability)
+        self.backend_name = ir.backend_name(arch)
         self._stage = stages[pipeline.name]
         self.steps = record_steps(self._stage, self.module, pipeline)
         self.metadata = {}  # what the translation adds to the compile's metadata (shared memory, ...)

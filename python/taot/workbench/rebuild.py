@@ -1,8 +1,9 @@
-# Rebuild a kernel from an edited compile stage (.ttir, .ttgir, .llir, .ptx or .cubin): every later
-# stage recomputed, launch metadata that fits the result, and a check that it still takes the
-# parameters of the kernel it replaces. Triton compiles from a .ttir or .ttgir path itself; from
-# .llir and .ptx (which its compile() cannot start from) the NVIDIA backend's later stages run as
-# Triton's pipeline runs them (make_ptx, then make_cubin: ptxas); a .cubin is taken as it is. What
+# Rebuild a kernel from an edited compile stage (.ttir, .ttgir, .llir, then .ptx and .cubin on NVIDIA,
+# .amdgcn and .hsaco on AMD): every later stage recomputed, launch metadata that fits the result, and
+# a check that it still takes the parameters of the kernel it replaces. Triton compiles from a .ttir
+# or .ttgir path itself; from .llir, .ptx and .amdgcn (which its compile() cannot start from) the
+# backend's later stages run as Triton's pipeline runs them (make_ptx, then make_cubin: ptxas; or
+# make_amdgcn, then make_hsaco: LLD); an image (.cubin, .hsaco) is taken as it is. What
 # the stages after the edited one do not compute is carried from the kernel being replaced, and the
 # result says which values were. Triton is reached through triton_api.ir only.
 import gzip
@@ -24,7 +25,9 @@ from ..triton_api import versions
 from ..compile.worker_pool import children_ignore_ctrl_c, end_workers
 from ..errors import RebuildError, SignatureMismatch
 
-STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
+STAGES = ("ttir", "ttgir", "llir", "ptx", "amdgcn", "cubin", "hsaco")
+IMAGE_STAGES = ("cubin", "hsaco")  # binary: NVIDIA's cubin, AMD's code object
+TEXT_STAGES = tuple(stage for stage in STAGES if stage not in IMAGE_STAGES)
 
 # Triton's metadata keys that describe the compiled kernel rather than the options it was compiled
 # with: what a rebuild computes again, or carries where the stages after the edited one do not.
@@ -42,9 +45,9 @@ ERROR_LINES = 20
 class Reference:
     """The compiled kernel a rebuild replaces: what it must match and what it carries over."""
     label: str            # for messages: "variant V for sm_90", "Triton cache entry KEY"
-    capability: int       # the compute capability it was compiled for (90)
+    arch: object          # what it was compiled for: the compute capability (90) or the gfx name
     metadata: dict        # Triton's metadata of the kernel in use now (options and carried values)
-    cubin: bytes          # the compiled cubin: its name and parameter sizes
+    cubin: bytes          # the compiled image (cubin or AMD code object): its name and parameter sizes
     stages: dict          # stage -> text of the compiled IR stages at hand (any may be missing)
     parameter_names: tuple = ()  # the kernel's parameter names, for messages (scratch pointers included)
 
@@ -64,6 +67,7 @@ class Rebuilt:
     ptxas: dict = None    # what ptxas -v reported (ptxas_report.parse), None when ptxas did not run
     seconds: float = 0.0
     output: str = ""      # what Triton and ptxas printed while rebuilding
+    image_stage: str = "cubin"  # what `cubin` holds: one of IMAGE_STAGES
 
 
 # ---- the edited file ----
@@ -75,8 +79,8 @@ def stage_of(path):
         suffixes = suffixes[:-1]
     stage = suffixes[-1][1:] if suffixes else ""
     if stage not in STAGES:
-        raise RebuildError(f"{path}: expected a .ttir, .ttgir, .llir, .ptx or .cubin file (or one of those "
-                           f"gzip-compressed, .gz), got {'suffix ' + repr(''.join(Path(path).suffixes)) if suffixes else 'no suffix'}")
+        raise RebuildError(f"{path}: expected a .ttir, .ttgir, .llir, .ptx, .cubin, .amdgcn or .hsaco file (or one of "
+                           f"those gzip-compressed, .gz), got {'suffix ' + repr(''.join(Path(path).suffixes)) if suffixes else 'no suffix'}")
     return stage
 
 
@@ -89,7 +93,7 @@ def read_edited(path):
             data = gzip.decompress(data)
         except (OSError, EOFError) as error:
             raise RebuildError(f"{path}: not a readable gzip file ({error})") from None
-    if stage != "cubin":
+    if stage not in IMAGE_STAGES:
         try:
             text = data.decode()
         except UnicodeDecodeError:
@@ -113,41 +117,56 @@ def kernel_problem(stage, text):
 
 def target_named_in(path):
     """The target an edited file was made for, as it says itself (a .ttgir's ttg.target, a .ptx's
-    .target, an .llir's target-cpu, a cubin's ELF), as "sm_90"; None when it does not say."""
+    .target, an .amdgcn's .amdgcn_target, an .llir's target-cpu, an image's ELF), as "sm_90" or
+    "gfx942"; None when it does not say."""
     stage, data = read_edited(path)
-    if stage == "cubin":
+    if stage in IMAGE_STAGES:
         try:
-            return f"sm_{cubin_reader.read(data).sm}"
+            image = cubin_reader.read(data)
         except cubin_reader.CubinError:
             return None
-    pattern = {"ttgir": r'ttg\.target\s*=\s*"cuda:(\d+)"', "ptx": r"^\s*\.target\s+sm_(\d+)",
-               "llir": r'"target-cpu"="sm_(\d+)'}.get(stage)
-    match = re.search(pattern, data.decode(), re.MULTILINE) if pattern else None
-    return f"sm_{match.group(1)}" if match else None
+        return image.gfx or f"sm_{image.sm}"
+    text = data.decode()
+    for pattern in _TARGET_PATTERNS.get(stage, ()):
+        match = re.search(pattern, text, re.MULTILINE)
+        if match:
+            return match.group(1) if match.group(1).startswith("gfx") else f"sm_{match.group(1)}"
+    return None
+
+
+# Where each stage names its target: the capability's digits, or the gfx name.
+_TARGET_PATTERNS = {
+    "ttgir": (r'ttg\.target\s*=\s*"cuda:(\d+)"', r'ttg\.target\s*=\s*"hip:(gfx\w+)"'),
+    "ptx": (r"^\s*\.target\s+sm_(\d+)",),
+    "llir": (r'"target-cpu"="sm_(\d+)', r'"target-cpu"="(gfx\w+)"'),
+    "amdgcn": (r'\.amdgcn_target\s+"amdgcn-amd-amdhsa--(gfx\w+)',),
+}
 
 
 # What defines a kernel in each stage's text, for messages.
 _KERNEL_SHAPES = {"ttir": "a tt.func public @name", "ttgir": "a tt.func public @name",
-                  "llir": "a ptx_kernel function", "ptx": "a .visible .entry"}
+                  "llir": "a ptx_kernel or amdgpu_kernel function", "ptx": "a .visible .entry",
+                  "amdgcn": "an .amdhsa_kernel"}
 
 _NAME_PATTERNS = {
     "ttir": r"tt\.func\s+public\s+@([\w$.]+)",
     "ttgir": r"tt\.func\s+public\s+@([\w$.]+)",
-    "llir": r"define\s+(?:[\w()]+\s+)*?ptx_kernel\s+void\s+@([\w$.]+)\s*\(",
+    "llir": r"define\s+(?:[\w()]+\s+)*?(?:ptx_kernel|amdgpu_kernel)\s+void\s+@([\w$.]+)\s*\(",
     "ptx": r"\.visible\s+\.entry\s+([\w$]+)\s*\(",
+    "amdgcn": r"^\s*\.amdhsa_kernel\s+([\w$.]+)",
 }
 
 
 def kernel_name(path):
     """The name of the kernel an edited file defines (the first public function or entry), or None."""
     stage, data = read_edited(path)
-    if stage == "cubin":
+    if stage in IMAGE_STAGES:
         try:
             kernels = cubin_reader.read(data).kernels
         except cubin_reader.CubinError:
             return None
         return next(iter(kernels)) if len(kernels) == 1 else None
-    match = re.search(_NAME_PATTERNS[stage], data.decode())
+    match = re.search(_NAME_PATTERNS[stage], data.decode(), re.MULTILINE)
     return match.group(1) if match else None
 
 
@@ -219,7 +238,7 @@ def _rebuild_in_child(path, stage, data, reference, scratch, log):
     except Exception as error:  # Triton's and ptxas' errors are the user's to read
         return "error", error_text(error, None, _read_log(Path(log)))
     rebuilt.seconds = time.perf_counter() - start
-    rebuilt.ptxas = ptxas_report.parse(ptxas_log.text, rebuilt.metadata["name"]) if stage != "cubin" else None
+    rebuilt.ptxas = ptxas_report.parse(ptxas_log.text, rebuilt.metadata["name"]) if stage not in IMAGE_STAGES else None
     rebuilt.output = _read_log(Path(log))
     return "ok", rebuilt
 
@@ -228,28 +247,46 @@ def _rebuild(path, stage, data, reference, scratch):
     from ..compile.jobs import json_safe
     from ..triton_api import ir
 
-    capability = reference.capability
+    arch = reference.arch
+    amd = isinstance(arch, str)
+    image_stage = "hsaco" if amd else "cubin"
     metadata = dict(reference.metadata)
     mlir_signature = None
     if stage in ("ttir", "ttgir"):
-        made_for = re.search(r'ttg\.target\s*=\s*"cuda:(\d+)"', data.decode())
-        if made_for and int(made_for.group(1)) != reference.capability:
-            raise RebuildError(f"{path}: its layouts were made for cuda:{made_for.group(1)} (ttg.target), and "
-                               f"{reference.label} is compiled for sm_{reference.capability}")
+        made_for = re.search(r'ttg\.target\s*=\s*"(cuda|hip):(\w+)"', data.decode())
+        if made_for and made_for.group(2) != str(arch):
+            raise RebuildError(f"{path}: its layouts were made for {made_for.group(1)}:{made_for.group(2)} (ttg.target), "
+                               f"and {reference.label} is compiled for {_target_name(arch)}")
         compiled_path = _plain_copy(path, stage, data, scratch)
-        function = ir.read_function(compiled_path, capability)
+        function = ir.read_function(compiled_path, arch)
         mlir_signature = (function.name, function.parameter_types)
-        later, cubin, metadata = ir.compile_file(compiled_path, capability, carried_options(reference.metadata))
-        stages = {name: later[name] for name in STAGES[:-1] if name in later}
+        later, cubin, metadata = ir.compile_file(compiled_path, arch, carried_options(reference.metadata, arch))
+        stages = {name: later[name] for name in TEXT_STAGES if name in later}
         if stage == "ttgir":  # Triton's make_ttgir, skipped here, is what records it
             metadata["tensordesc_meta"] = function.tensordesc_meta
         carried = ()
-    elif stage == "cubin":
+    elif stage in IMAGE_STAGES:
+        if stage != image_stage:
+            raise RebuildError(f"{path}: a .{stage} cannot replace {reference.label}, whose image is a .{image_stage}")
         stages, cubin = {}, data
         carried = _from_cubin(path, cubin, metadata)
-    else:
+    elif amd:
+        if stage == "ptx":
+            raise RebuildError(f"{path}: PTX is NVIDIA's; {reference.label} is compiled for {arch}")
         text = data.decode()
-        options = carried_options(reference.metadata)
+        options = carried_options(reference.metadata, arch)
+        stages = {stage: text}
+        if stage == "llir":
+            text = stages["amdgcn"] = ir.llir_to_amdgcn(text, metadata, arch, options)
+        cubin = ir.amdgcn_to_hsaco(text, metadata, arch, options)
+        metadata["name"] = re.search(_NAME_PATTERNS["amdgcn"], text, re.MULTILINE).group(1)
+        carried = tuple(key for key in KERNEL_KEYS if key != "name" and key in metadata)
+    else:
+        if stage == "amdgcn":
+            raise RebuildError(f"{path}: AMDGCN is AMD's; {reference.label} is compiled for {_target_name(arch)}")
+        capability = arch
+        text = data.decode()
+        options = carried_options(reference.metadata, arch)
         if stage == "llir":
             ptx = ir.llir_to_ptx(text, metadata, capability, options)
             stages = {"llir": text, "ptx": ptx}
@@ -262,14 +299,19 @@ def _rebuild(path, stage, data, reference, scratch):
     if stage in ("ttir", "ttgir"):
         stages[stage] = data.decode()
     return Rebuilt(path=path, stage=stage, data=data, sha256=hashlib.sha256(data).hexdigest(), stages=stages,
-                   cubin=cubin, metadata=json_safe(metadata), carried=carried, mlir_signature=mlir_signature)
+                   cubin=cubin, metadata=json_safe(metadata), carried=carried, mlir_signature=mlir_signature,
+                   image_stage=image_stage)
 
 
-def carried_options(metadata):
-    """Triton's options as the replaced kernel was compiled with them, read from its metadata (those
-    the installed Triton has: a kernel compiled by another release may name others)."""
+def _target_name(arch):
+    return arch if isinstance(arch, str) else f"sm_{arch}"
+
+
+def carried_options(metadata, arch):
+    """Triton's options as the replaced kernel was compiled with them for `arch`, read from its
+    metadata (those the installed Triton has: a kernel compiled by another release may name others)."""
     from ..triton_api.compiler import option_fields
-    fields = option_fields()
+    fields = option_fields("amd" if isinstance(arch, str) else "nvidia")
     options = {}
     for key, value in metadata.items():
         if key in fields and key not in _OPTIONS_NOT_CARRIED and value is not None:
@@ -306,7 +348,7 @@ def _from_cubin(path, data, metadata):
 def _carry_warps(path, metadata, threads, where):
     """Set num_warps from the thread count the code requires, when it requires one; returns the
     kernel keys carried from the replaced kernel."""
-    carried = [key for key in KERNEL_KEYS if key != "name"]
+    carried = [key for key in KERNEL_KEYS if key != "name" and key in metadata]
     if threads:
         count = threads[0] * threads[1] * threads[2]
         if count % 32:
@@ -373,11 +415,13 @@ def check_signature(rebuilt, reference):
     ours, theirs = _cubin_kernel(rebuilt.path, rebuilt.cubin, rebuilt.metadata.get("name")), \
         _cubin_kernel(reference.label, reference.cubin, expected_name)
     if ours[0] != theirs[0]:
-        _mismatch(rebuilt, reference, "its cubin is for", f"sm_{ours[0]}", f"sm_{theirs[0]}", "the architecture")
+        _mismatch(rebuilt, reference, f"its {rebuilt.image_stage} is for", _target_name(ours[0]), _target_name(theirs[0]),
+                  "the architecture")
     if ours[1].parameter_sizes != theirs[1].parameter_sizes:
         sizes = lambda kernel: tuple(f"{size} bytes" for size in kernel.parameter_sizes)  # noqa: E731
         _mismatch(rebuilt, reference, "its kernel takes", _call(expected_name, sizes(ours[1])),
-                  _call(expected_name, sizes(theirs[1]), reference.parameter_names), "cubin parameter sizes")
+                  _call(expected_name, sizes(theirs[1]), reference.parameter_names),
+                  "cubin parameter sizes" if rebuilt.image_stage == "cubin" else "image parameter sizes")
 
 
 def _check_divisibility(rebuilt, reference):
@@ -410,7 +454,7 @@ def _reference_mlir_signature(reference):
     with tempfile.TemporaryDirectory(prefix="taot-from-ir-") as scratch:
         path = Path(scratch) / f"reference.{stage}"
         path.write_text(reference.stages[stage])
-        function = ir.read_function(path, reference.capability)
+        function = ir.read_function(path, reference.arch)
     return function.name, function.parameter_types
 
 
@@ -421,9 +465,9 @@ def _cubin_kernel(label, data, name):
         raise RebuildError(f"{label}: its cubin cannot be read: {error}") from None
     kernel = cubin.kernels.get(name)
     if kernel is None:
-        raise SignatureMismatch(f"{label}: its cubin has no kernel named {name} (it has "
+        raise SignatureMismatch(f"{label}: its image has no kernel named {name} (it has "
                                 f"{', '.join(sorted(cubin.kernels)) or 'none'})")
-    return cubin.sm, kernel
+    return cubin.gfx or cubin.sm, kernel
 
 
 def _call(name, parameters, names=()):

@@ -14,10 +14,11 @@ from ..spec.arg_kinds import IR_SCALAR_TYPES
 # Triton names a cache entry's folder by the base32 of a SHA-256 (52 characters, no padding).
 ENTRY_FOLDER = re.compile(r"[A-Z2-7]{52}")
 GROUP_PREFIX = "__grp__"
-# The files a CUDA kernel's entry holds besides the metadata: "source" (the front end's TTIR, always
-# written), the stages and the cubin.
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
-REQUIRED = ("source", *IR_STAGES, "cubin")
+# The files a kernel's entry holds besides the metadata: "source" (the front end's TTIR, always
+# written), the stages and the image; per backend (CUDA: PTX and a cubin; HIP: AMDGCN and a code object).
+IR_STAGES = {"cuda": ("ttir", "ttgir", "llir", "ptx"), "hip": ("ttir", "ttgir", "llir", "amdgcn")}
+IMAGE = {"cuda": "cubin", "hip": "hsaco"}
+REQUIRED = {backend: ("source", *stages, IMAGE[backend]) for backend, stages in IR_STAGES.items()}
 
 # Element types of `!tt.ptr<...>` and scalar types of the tt.func, as a spec names them. TTIR has no
 # unsigned types: an `i8` may have been `u8` in the Python signature.
@@ -70,8 +71,22 @@ class Entry:
         return self.metadata.get("hash", "")
 
     @property
-    def capability(self):
+    def arch(self):
+        """What it was compiled for: the compute capability (90) or the gfx name ("gfx942")."""
         return self.metadata["target"]["arch"]
+
+    @property
+    def backend(self):
+        return self.metadata["target"].get("backend", "cuda")
+
+    @property
+    def image(self):
+        """The file kind of its image: "cubin" or "hsaco"."""
+        return IMAGE.get(self.backend, "cubin")
+
+    @property
+    def ir_stages(self):
+        return IR_STAGES.get(self.backend, IR_STAGES["cuda"])
 
     def text(self, kind):
         return self.files[kind].read_text()
@@ -147,17 +162,17 @@ def _read_entry(folder, group):
         return Entry(folder, name, {}, files, problem=f"{name}.json is not Triton's kernel metadata", damaged=True)
     entry = Entry(folder, name, metadata, files)
     backend = metadata["target"].get("backend")
-    if backend != "cuda":
-        return _with_problem(entry, f"compiled for the {backend} backend; taot builds CUDA libraries")
-    for kind in REQUIRED:
+    if backend not in REQUIRED:
+        return _with_problem(entry, f"compiled for the {backend} backend; taot builds libraries for cuda and hip")
+    for kind in REQUIRED[backend]:
         if kind not in files:
-            why = " (a cache written with TRITON_STORE_BINARY_ONLY=1 keeps no IR)" if kind in IR_STAGES else ""
+            why = " (a cache written with TRITON_STORE_BINARY_ONLY=1 keeps no IR)" if kind in IR_STAGES[backend] else ""
             return _with_problem(entry, f"the entry has no {name}.{kind}{why}")
         if not files[kind].is_file():
             return _with_problem(entry, f"{name}.{kind} is missing (the group file names it)", damaged=True)
-    problem = _cubin_problem(files["cubin"], metadata.get("name", name))
+    problem = _cubin_problem(files[IMAGE[backend]], metadata.get("name", name))
     if problem:
-        return _with_problem(entry, f"{name}.cubin {problem}", damaged=True)
+        return _with_problem(entry, f"{name}.{IMAGE[backend]} {problem}", damaged=True)
     try:
         source = files["source"].read_text()
         parameters = parse_parameters(source, metadata.get("name", name))
@@ -170,13 +185,13 @@ def _read_entry(folder, group):
 
 
 def _cubin_problem(path, kernel_name):
-    """Why the cubin at `path` is not the compiled kernel `kernel_name` (truncated, not a CUDA ELF, or
-    without that kernel), or None."""
+    """Why the image (cubin or AMD code object) at `path` is not the compiled kernel `kernel_name`
+    (truncated, not a CUDA or AMDGPU ELF, or without that kernel), or None."""
     from .cubin import CubinError, read
     try:
         kernels = read(path.read_bytes()).kernels
     except CubinError as error:
-        return f"is not a valid cubin: {error}"
+        return f"is not a valid {'code object' if path.suffix == '.hsaco' else 'cubin'}: {error}"
     except OSError as error:
         return f"cannot be read ({error.strerror})"
     if kernel_name not in kernels:
