@@ -18,6 +18,7 @@ std::atomic<const Api*> installed_api{nullptr};
 struct Loaded {
   Api api;
   Status failure;  // ok when api is usable
+  bool found = false;  // libamdhip64 was loaded (a failure is then the runtime's own)
 };
 
 Loaded load_real_runtime() {
@@ -35,6 +36,7 @@ Loaded load_real_runtime() {
                                                        "); is ROCm installed and this an AMD GPU machine?");
     return loaded;
   }
+  loaded.found = true;
 #define TAOT_RESOLVE_REQUIRED(name)                                                                    \
   loaded.api.name = reinterpret_cast<name##_t>(dlsym(library, #name));                                 \
   if (loaded.api.name == nullptr) {                                                                    \
@@ -52,13 +54,24 @@ Loaded load_real_runtime() {
   return loaded;
 }
 
+const Loaded& real_runtime() {
+  static const Loaded real = load_real_runtime();
+  return real;
+}
+
 }  // namespace
 
 Expected<const Api*> get() {
   if (const Api* api = installed_api.load(std::memory_order_acquire)) return api;
-  static const Loaded real = load_real_runtime();
+  const Loaded& real = real_runtime();
   if (!real.failure.ok()) return Status::error(real.failure.code(), real.failure.message(), real.failure.cuda_result());
   return &real.api;
+}
+
+Status unusable_runtime() {
+  const Loaded& real = real_runtime();
+  if (!real.found || real.failure.ok()) return Status();
+  return Status::error(real.failure.code(), real.failure.message(), real.failure.cuda_result());
 }
 
 void install_for_testing(const Api* api) {

@@ -2,6 +2,7 @@
 #include "hip_launch.h"
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "scratch.h"
@@ -93,6 +94,13 @@ Status launch_hip_function(const hip::Api& api, const LoadedFunction& function, 
                            const std::array<std::int64_t, 3>& grid, CUstream stream, void** params,
                            CUdeviceptr* global_scratch, CUdeviceptr* profile_scratch) {
   const auto hip_stream = reinterpret_cast<hip::hipStream_t>(stream);
+  // The grid is within CUDA's limits (launch_grid); HIP also bounds the work-items along a dimension
+  // (blocks x threads per block) by 2^32 - 1.
+  if (static_cast<std::uint64_t>(grid[0]) * function.block_threads > std::numeric_limits<std::uint32_t>::max())
+    return Status::error(TAOT_INVALID_ARGUMENT,
+                         variant + ": a grid of " + std::to_string(grid[0]) + " programs of " +
+                             std::to_string(function.block_threads) +
+                             " threads along x is more than HIP launches (2^32 - 1 work-items per dimension)");
   void* buffer = nullptr;
   if (function.scratch) {
     const table::Image& image = *function.image;

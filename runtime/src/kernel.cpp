@@ -370,7 +370,13 @@ struct LaunchDevice {
 Status load_driver(const driver::Api** api) {
   if (*api != nullptr) return Status();
   Expected<const driver::Api*> loaded = driver::get();
-  if (!loaded.ok()) return std::move(loaded).take_status();
+  if (!loaded.ok()) {
+    Status cuda = std::move(loaded).take_status();
+    if (Status hip = hip::unusable_runtime(); !hip.ok())  // a ROCm machine: its reason is the one that matters
+      return Status::error(cuda.code(), cuda.message() + "; and the HIP runtime, found, cannot be used: " + hip.message(),
+                           cuda.cuda_result());
+    return cuda;
+  }
   *api = *loaded;
   return Status();
 }

@@ -141,6 +141,16 @@ def test_a_variant_over_the_targets_lds_is_refused_naming_its_size_and_the_limit
     assert "BM256_BN256" in done.stderr
 
 
+def test_a_filter_reading_arch_is_refused_where_the_kernel_has_amd_targets(run_taot, tmp_path):
+    """arch is a compute capability, which AMD targets lack: a filter over it would quietly keep or drop
+    their variants, so it is refused, naming vendor and target."""
+    mm_spec(tmp_path, extra='where = ["arch >= 90 or waves_per_eu == 0"]\n')
+    done = run_taot("compile", "mm.toml", "-o", "lib", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "kernel[0].where[0]" in done.stderr and "AMD targets (gfx942, gfx950)" in done.stderr, done.stderr
+    assert "write vendor == 'nvidia' and ..., or target == 'gfx942'" in done.stderr
+
+
 def test_an_unknown_target_lists_the_amd_ones(run_taot, tmp_path):
     mm_spec(tmp_path)
     done = run_taot("compile", "mm.toml", "--target", "gfx90a", "-o", "lib", cwd=tmp_path)

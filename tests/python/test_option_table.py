@@ -25,3 +25,23 @@ def test_the_other_tables_are_the_option_tables():
     abbreviations = [option.abbreviation for option in options.OPTIONS]
     assert len(set(abbreviations)) == len(abbreviations), "variant ids tell every option apart"
     assert variants.ABBREVIATIONS is options.ABBREVIATIONS
+
+
+def test_a_triton_built_without_its_amd_backend_still_serves_nvidia_targets():
+    """A source build of Triton may leave the AMD backend out (TRITON_CODEGEN_BACKENDS=nvidia): taot
+    then has no AMD options and refuses AMD targets, and everything NVIDIA works as before."""
+    import subprocess
+    import sys
+    code = """
+import sys
+import triton.backends
+triton.backends.backends.pop("amd", None)
+sys.modules["triton.backends.amd"] = sys.modules["triton.backends.amd.compiler"] = None  # import fails
+from taot.spec import validate
+from taot.triton_api import compiler
+assert compiler.option_fields("amd") == set() and compiler.option_default("kpack", "amd") is None
+assert "waves_per_eu" not in validate.OPTION_KINDS and validate.OPTION_KINDS["num_warps"] == "int"
+assert not compiler.has_amd_backend()
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr

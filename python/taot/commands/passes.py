@@ -164,11 +164,13 @@ def _run_steps(run_state, steps, output, arguments):
     finally:
         if progress:
             progress.finish()
-    final = f"final.{run_state.extension}"
     report["metadata"] = json_safe(run_state.metadata)
-    keep(final, run_state.text)
-    report["final"] = final
-    save_report()
+    report["final"] = f"final.{run_state.extension}"
+    try:
+        keep(report["final"], run_state.text)
+    except OSError:
+        report["final"] = None
+        raise
     return report
 
 

@@ -10,15 +10,16 @@ from pathlib import Path
 
 from . import ir_files
 from ..fsutil import canonical_json, write_atomically
+from ..spec.targets import IMAGE_STAGE
 
 RECORD = "inputs.json"
 METADATA = "metadata.json"
 RECORD_FORMAT = 3  # of inputs.json; 1 held the inputs alone, 2 no "ptxas" (both read as "not compiled")
 
 
-# The stage of Triton's compile that is the GPU image, and the image file's suffix: a cubin on
-# NVIDIA, an AMDGPU code object (ELF) on AMD. The record's "cubin" entry describes either.
-IMAGE_STAGES = ("cubin", "hsaco")
+# The stages of Triton's compile that are a GPU image, also the image file's suffix: a cubin on NVIDIA,
+# an AMDGPU code object (ELF) on AMD. The record's "cubin" entry describes either.
+IMAGE_STAGES = tuple(IMAGE_STAGE.values())
 
 
 def image_stage(asm):

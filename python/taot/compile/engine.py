@@ -81,10 +81,11 @@ def _parsed_options(library, kernel, variant, target, cache):
     for name, value in options.items():  # another vendor's option (waves_per_eu on sm_90) compiles nothing new
         if name not in compiler.option_fields(target.vendor) and name in compiler.option_fields(other) \
                 and value != compiler.option_default(name, other):
+            default = compiler.option_default(name, other)
+            keep = f"vendor == '{other}'" + (f" or {name} == {default}" if default is not None else "")
             raise SpecError(library.label, f"{kernel.key}.options", f"options of {target.name}'s backend",
                             f"{name} = {value} is an option of {other.upper()} targets only (variant {variant.id}): "
-                            f"keep it to them with a where filter such as \"vendor == '{other}' or {name} == "
-                            f"{compiler.option_default(name, other)}\"")
+                            f"keep it to them with a where filter such as \"{keep}\"")
     if key not in cache:
         try:
             cache[key] = compiler.parse_options(target.arch, options)

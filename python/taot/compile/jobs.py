@@ -12,7 +12,7 @@ from ..triton_api import compiler, gluon
 from . import artifacts, ptxas_report
 from ..spec import source as kernel_source
 from ..spec.dtypes import DTYPES, TORCH_NAMES, triton_dtype
-from ..spec.targets import LDS_BYTES
+from ..spec.targets import lds_refusal
 from ..fsutil import canonical_json
 
 INPUTS_FORMAT = 1                    # bump when the inputs' meaning changes (the layout: artifacts.RECORD_FORMAT)
@@ -85,7 +85,8 @@ def target_inputs(inputs, target, triton_options, backend_hash, env):
     """Add what depends on the target: Triton's parsed options and the backend (ptxas version), as one
     digest with the ptxas release beside it for readers, and the cache-relevant env vars."""
     toolchain = canonical_json({"triton_options": json_safe(triton_options), "backend": backend_hash})
-    release = next((line.strip() for line in backend_hash.splitlines() if "release" in line), backend_hash[:80])
+    release = next((line.strip() for line in backend_hash.splitlines() if "release" in line), backend_hash[:80]) \
+        if target.vendor == "nvidia" else None  # AMD: no ptxas
     return dict(inputs, target={"name": target.name, "capability": target.capability},
                 toolchain=hashlib.sha256(toolchain.encode()).hexdigest(), ptxas=release, env=json_safe(env))
 
@@ -134,17 +135,6 @@ def run_job(job):
     artifacts.write(folder, job.function, compiled.asm, json_safe(compiled.metadata._asdict()), job.inputs,
                     libraries, job.ir, ptxas=ptxas_report.parse(ptxas_log.text, compiled.metadata.name))
     return Outcome(job.variant_id, job.target, time.perf_counter() - start, static_print=static_prints.text)
-
-
-def lds_refusal(arch, shared_bytes):
-    """Why an AMD image that uses `shared_bytes` of LDS per workgroup cannot run on `arch`, or None:
-    Triton's AMD backend compiles a kernel over the target's LDS without a word."""
-    limit = LDS_BYTES.get(arch) if isinstance(arch, str) else None
-    if limit is None or shared_bytes <= limit:
-        return None
-    return (f"the kernel uses {shared_bytes} bytes of LDS (shared memory) per workgroup; {arch} has {limit} "
-            f"({limit // 1024} KiB), and Triton does not check it for AMD targets: restrict the variant (smaller "
-            "blocks or fewer num_stages) with a where filter")
 
 
 def _compile(job, function):

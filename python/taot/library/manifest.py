@@ -158,7 +158,11 @@ def artifact_dir(outdir, variant_id, target_name):
 def image_entry(outdir, variant_id, function, target_name):
     """One image's entry as a build writes it, read from its folders: for commands that update one
     image of a written manifest (taot from-ir)."""
-    return _image(outdir, SimpleNamespace(id=variant_id), function, parse_target(target_name))
+    target = parse_target(target_name)
+    if target is None:
+        raise TaotError(f"image {variant_id} for {target_name}: a target this taot does not build; build the library "
+                        "again")
+    return _image(outdir, SimpleNamespace(id=variant_id), function, target)
 
 
 def ptxas_version(release_line):

@@ -13,6 +13,7 @@ import types
 from pathlib import Path
 
 from ..errors import Problem
+from .targets import AMD_WAVE_SIZE, LDS_BYTES, NVIDIA_WARP_SIZE, accepted_target_names, parse_target
 
 # The facts taot answers, named as torch's device properties name them (units: bytes, kHz, bits).
 INT_FACTS = ("multi_processor_count", "total_memory", "shared_memory_per_block", "shared_memory_per_block_optin",
@@ -96,7 +97,7 @@ class DeviceFacts:
 
     @property
     def is_amd(self):
-        return self.target.startswith("gfx")
+        return parse_target(self.target).vendor == "amd"
 
     @property
     def gcn_arch_name(self):
@@ -107,7 +108,6 @@ class DeviceFacts:
 def default_facts(target):
     """The table's facts for a targets.Target."""
     if target.vendor == "amd":
-        from .targets import AMD_WAVE_SIZE, LDS_BYTES
         capability, name, units, memory, l2, clock, memory_clock, bus = _AMD[target.name]
         lds = LDS_BYTES[target.name]
         return DeviceFacts(target=target.name, capability=capability, name=name, multi_processor_count=units,
@@ -120,7 +120,7 @@ def default_facts(target):
     return DeviceFacts(target=target.name, capability=target.capability, name=name, multi_processor_count=sms,
                        total_memory=memory, shared_memory_per_block=48 * KIB, shared_memory_per_block_optin=shared_optin,
                        shared_memory_per_multiprocessor=shared_per_sm, regs_per_multiprocessor=65536,
-                       max_threads_per_block=1024, max_threads_per_multi_processor=threads, warp_size=32,
+                       max_threads_per_block=1024, max_threads_per_multi_processor=threads, warp_size=NVIDIA_WARP_SIZE,
                        L2_cache_size=l2, clock_rate=clock, memory_clock_rate=memory_clock, memory_bus_width=bus)
 
 
@@ -150,7 +150,6 @@ def read_overrides(node):
     """{arch: {fact: value}} from [library.device] (a keypath.Node), whose keys are target
     names (sm_90 and sm_90a name the same device) and whose tables give facts by name; SpecError
     for anything else."""
-    from .targets import accepted_target_names, parse_target
     if not node.present():
         return {}
     if not isinstance(node.value, dict):

@@ -15,6 +15,8 @@ LDS_BYTES = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
 _TARGET_PATTERN = re.compile(r"sm_?(\d+)(a?)")
 NVIDIA_WARP_SIZE = 32
 AMD_WAVE_SIZE = 64  # CDNA's wavefront (gfx9)
+# The stage of Triton's compile that is the GPU image, per vendor: a cubin, or an AMDGPU code object.
+IMAGE_STAGE = {"nvidia": "cubin", "amd": "hsaco"}
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,10 @@ class Target:
     @property
     def vendor(self):
         return "nvidia" if self.capability is not None else "amd"
+
+    @property
+    def image_stage(self):
+        return IMAGE_STAGE[self.vendor]
 
     @property
     def arch(self):
@@ -65,6 +71,22 @@ def parse_target(text):
     if capability not in KNOWN_CAPABILITIES or (suffix and capability < 90):
         return None
     return Target(f"sm_{capability}{suffix}", capability)
+
+
+def is_amd_arch(arch):
+    """Whether a backend arch (a capability or a gfx name) is an AMD one."""
+    return isinstance(arch, str)
+
+
+def lds_refusal(arch, shared_bytes):
+    """Why an image that uses `shared_bytes` of LDS per workgroup cannot run on `arch`, or None (always
+    for NVIDIA archs): Triton's AMD backend compiles a kernel over the target's LDS without a word."""
+    limit = LDS_BYTES.get(arch) if is_amd_arch(arch) else None
+    if limit is None or shared_bytes <= limit:
+        return None
+    return (f"the kernel uses {shared_bytes} bytes of LDS (shared memory) per workgroup; {arch} has {limit} "
+            f"({limit // 1024} KiB), and Triton does not check it for AMD targets: restrict the variant (smaller "
+            "blocks or fewer num_stages) with a where filter")
 
 
 def arch_name(arch):

@@ -188,7 +188,8 @@ def _targets(node):
                              f'"{target.name}"')
         for earlier in targets:
             if earlier.arch == target.arch:
-                raise item.error("targets of distinct compute capabilities",
+                raise item.error("targets of distinct compute capabilities" if target.vendor == "nvidia" else
+                                 "distinct targets",
                                  f'"{target.name}", which builds the same code as "{earlier.name}"')
         targets.append(target)
     return targets
@@ -243,7 +244,7 @@ def _kernel(node, spec_folder, library_targets, targets_overridden, device):
     heuristics = _heuristics(heuristic_nodes, args, fields)
     requires = _requires(node.key("requires"), args, fields)
     grid_text, grid = _grid(node.key("grid"), args, fields)
-    where = _where(node.key("where"), args, fields, typevars)
+    where = _where(node.key("where"), args, fields, typevars, targets)
     where += _rule_filters(node, heuristics, requires, args, fields, typevars)
     tuning_key, key_notes = _tuning_key(node, decorated, args, fields)
     tuning = _tuning_files(node.key("tuning"), spec_folder)
@@ -1275,9 +1276,10 @@ def _grid_meant(entries, index, int_args, int_fields):
     return "; write it as grid = [" + ", ".join(json.dumps(part) for part in meant) + "]"
 
 
-def _where(node, args, fields, typevars):
+def _where(node, args, fields, typevars, targets):
     if not node.present():
         return ()
+    amd = [target.name for target in targets if target.vendor == "amd"]
     value_names = [field.name for field in fields] + list(typevars)
     arg_names = [arg.name for arg in args if arg.is_runtime]
     value_names += [name for name in TARGET_NAMES if name not in value_names and name not in arg_names]
@@ -1291,4 +1293,10 @@ def _where(node, args, fields, typevars):
             raise item.error("a filter over constexprs, options, type variables, target, arch and arguments "
                              "(x.dtype, x.align, x.type, x.hint, x.none)", f"{describe(item.value)} ({problem})") \
                 from None
+        if amd and ("value", "arch") in filters[-1].slots and "arch" not in value_names[:len(fields) + len(typevars)] \
+                and "arch" not in arg_names:
+            raise item.error("a filter that names the targets it means by vendor or target where the kernel has AMD "
+                             f"targets ({', '.join(amd)}), which have no compute capability",
+                             f"{describe(item.value)}, which reads arch (write vendor == 'nvidia' and ..., or "
+                             "target == 'gfx942')")
     return tuple(filters)

@@ -410,7 +410,7 @@ def _slot(kernel, position, key, target):
         name = key[1]
         if name == "target" and not _is_kernel_name(kernel, name):
             return _Slot((), lambda current, value=target.name: value)
-        if name == "arch" and not _is_kernel_name(kernel, name):  # 0 on AMD, which has no compute capability
+        if name == "arch" and not _is_kernel_name(kernel, name):  # (a kernel with AMD targets may not read it)
             return _Slot((), lambda current, value=target.capability or 0: value)
         if name == "vendor" and not _is_kernel_name(kernel, name):
             return _Slot((), lambda current, value=target.vendor: value)

@@ -19,19 +19,15 @@ from triton import knobs
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import get_cache_invalidating_env_vars
 
-from ..spec.targets import AMD_WAVE_SIZE, NVIDIA_WARP_SIZE
+from ..spec.targets import AMD_WAVE_SIZE, NVIDIA_WARP_SIZE, is_amd_arch
 from . import RELEASE, gluon
 
 # An `arch` below is what one of Triton's backends is made from: an NVIDIA compute capability (int,
 # major*10 + minor) or an AMD gfx name (str, "gfx942"); spec.targets.Target.arch gives it.
 
 
-def is_amd(arch):
-    return isinstance(arch, str)
-
-
 def gpu_target(arch):
-    if is_amd(arch):
+    if is_amd_arch(arch):
         return GPUTarget("hip", arch, AMD_WAVE_SIZE)
     return GPUTarget("cuda", arch, NVIDIA_WARP_SIZE)
 
@@ -50,8 +46,8 @@ def backend(arch):
 
 
 def backend_hash(arch):
-    """What the backend adds to Triton's cache key: its tool's version (ptxas; the AMD backend's LLVM)
-    and the architecture."""
+    """What the backend adds to Triton's cache key: ptxas' version and the architecture on NVIDIA; the
+    target alone on AMD (its compiler, LLVM, is libtriton's own: Triton's version covers it)."""
     return backend(arch).hash()
 
 
@@ -64,7 +60,9 @@ def cache_invalidating_env():
 
 def option_fields(vendor="nvidia"):
     """The names of the installed Triton's compile options for a vendor's targets (CUDAOptions' or
-    HIPOptions' fields)."""
+    HIPOptions' fields); none for AMD when this Triton was built without its AMD backend."""
+    if vendor == "amd" and not has_amd_backend():
+        return set()
     return set(_options_class(vendor).__dataclass_fields__)
 
 
@@ -73,6 +71,8 @@ def option_default(name, vendor="nvidia"):
     from 3.9 on: the knobs', TRITON_DEFAULT_FP_FUSION unless TRITON_FORCE_DISABLE_FP_FUSION)."""
     if name == "enable_fp_fusion" and RELEASE.fp_fusion_default_from_environment:
         return not knobs.language.force_disable_fp_fusion and bool(knobs.language.default_fp_fusion)
+    if name not in option_fields(vendor):
+        return None
     return _options_class(vendor).__dataclass_fields__[name].default
 
 

@@ -221,8 +221,8 @@ class Stage:
         with _recording(stop_at_run=True) as added:
             try:
                 self._function(watched, {})
-            except Exception:  # after a run: the stage went on to what follows its passes
-                if not watched.passes_ran:
+            except (_StageReachedRun, TypeError):  # after a run: the stage reached what follows its passes (a
+                if not watched.passes_ran:         # binding handed the watched module refuses it: TypeError)
                     raise
         return list(added) if watched.passes_ran else None
 

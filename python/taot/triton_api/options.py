@@ -13,7 +13,8 @@ class Option:
     config: bool = False     # a triton.Config keyword (Config.all_kwargs() passes it to the JIT); passes tunes it
     ir_attribute: str = None  # the .ttgir module attribute that fixes it (Triton reads it compiling from one)
     always_listed: bool = False  # set by Triton's JIT on every compile: an imported kernel's config lists it
-    vendor: str = None       # "amd": only AMD targets' compiles have it (HIPOptions' field); None: every target's
+    vendor: str = None       # the vendor whose targets' compiles have it alone ("amd": a HIPOptions field only,
+                             # "nvidia": a CUDAOptions field only); None: both have it
     least: int = 1           # an int option's smallest value (0: "let the backend choose")
 
 
@@ -22,11 +23,11 @@ OPTIONS = (
     Option("num_warps", "int", "w", config=True, ir_attribute="ttg.num-warps", always_listed=True),
     Option("num_stages", "int", "s", config=True, always_listed=True),
     Option("num_ctas", "int", "c", config=True, ir_attribute="ttg.num-ctas"),
-    Option("maxnreg", "int", "r", config=True, ir_attribute="ttg.maxnreg"),
+    Option("maxnreg", "int", "r", config=True, ir_attribute="ttg.maxnreg", vendor="nvidia"),
     Option("enable_fp_fusion", "bool", "fpfus"),
-    Option("enable_reflect_ftz", "bool", "ftz"),
+    Option("enable_reflect_ftz", "bool", "ftz", vendor="nvidia"),
     Option("launch_cooperative_grid", "bool", "coop"),
-    Option("launch_pdl", "bool", "pdl"),
+    Option("launch_pdl", "bool", "pdl", vendor="nvidia"),
     Option("debug", "bool", "dbg"),
     Option("sanitize_overflow", "bool", "sov"),
     # AMD's: occupancy hint (waves per execution unit), MFMA instruction shape (16 or 32), and the

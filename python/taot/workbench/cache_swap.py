@@ -16,7 +16,7 @@ from pathlib import Path
 from . import triton_cache
 from ..errors import TaotError
 from ..fsutil import write_atomically
-from ..spec.targets import arch_name
+from ..spec.targets import arch_name, parse_target
 from ..triton_api import jit as triton_jit
 from .rebuild import KERNEL_KEYS, Reference
 
@@ -174,7 +174,7 @@ def source_key(outdir, located):
 
     kernel, variant = located.kernel, located.variant
     function = load_function(Path(outdir) / kernel["source"], kernel["function"])
-    specialization = triton_jit.specialize(function, located.image["arch"],
+    specialization = triton_jit.specialize(function, parse_target(located.image["target"]).arch,
                                            _stand_in_arguments(kernel, variant, function))
     return triton_jit.source_hash(function, specialization), triton_jit.compiled_file_name(function)
 

@@ -122,7 +122,8 @@ def _ir_settings(module, path):
     target_name = module.string_attribute("ttg.target")
     if target_name is not None:
         backend, _, arch = target_name.partition(":")
-        target = parse_target(f"sm_{arch}") if backend == "cuda" else parse_target(arch) if backend == "hip" else None
+        target = target_of_arch(int(arch)) if backend == "cuda" and arch.isdigit() else \
+            target_of_arch(arch) if backend == "hip" else None
         if target is None:
             raise TaotError(f"{path}: ttg.target = \"{target_name}\" is not a target taot compiles for")
         found["target"] = target

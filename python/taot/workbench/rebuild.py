@@ -23,10 +23,12 @@ from . import cubin as cubin_reader
 from .. import triton_api
 from ..triton_api import versions
 from ..compile.worker_pool import children_ignore_ctrl_c, end_workers
+from ..compile import artifacts
 from ..errors import RebuildError, SignatureMismatch
+from ..spec.targets import NVIDIA_WARP_SIZE, arch_name, is_amd_arch, lds_refusal, target_of_arch
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "amdgcn", "cubin", "hsaco")
-IMAGE_STAGES = ("cubin", "hsaco")  # binary: NVIDIA's cubin, AMD's code object
+IMAGE_STAGES = artifacts.IMAGE_STAGES  # binary: NVIDIA's cubin, AMD's code object
 TEXT_STAGES = tuple(stage for stage in STAGES if stage not in IMAGE_STAGES)
 
 # Triton's metadata keys that describe the compiled kernel rather than the options it was compiled
@@ -248,15 +250,15 @@ def _rebuild(path, stage, data, reference, scratch):
     from ..triton_api import ir
 
     arch = reference.arch
-    amd = isinstance(arch, str)
-    image_stage = "hsaco" if amd else "cubin"
+    amd = is_amd_arch(arch)
+    image_stage = target_of_arch(arch).image_stage
     metadata = dict(reference.metadata)
     mlir_signature = None
     if stage in ("ttir", "ttgir"):
         made_for = re.search(r'ttg\.target\s*=\s*"(cuda|hip):(\w+)"', data.decode())
         if made_for and made_for.group(2) != str(arch):
             raise RebuildError(f"{path}: its layouts were made for {made_for.group(1)}:{made_for.group(2)} (ttg.target), "
-                               f"and {reference.label} is compiled for {_target_name(arch)}")
+                               f"and {reference.label} is compiled for {arch_name(arch)}")
         compiled_path = _plain_copy(path, stage, data, scratch)
         function = ir.read_function(compiled_path, arch)
         mlir_signature = (function.name, function.parameter_types)
@@ -283,7 +285,7 @@ def _rebuild(path, stage, data, reference, scratch):
         carried = tuple(key for key in KERNEL_KEYS if key != "name" and key in metadata)
     else:
         if stage == "amdgcn":
-            raise RebuildError(f"{path}: AMDGCN is AMD's; {reference.label} is compiled for {_target_name(arch)}")
+            raise RebuildError(f"{path}: AMDGCN is AMD's; {reference.label} is compiled for {arch_name(arch)}")
         capability = arch
         text = data.decode()
         options = carried_options(reference.metadata, arch)
@@ -298,20 +300,19 @@ def _rebuild(path, stage, data, reference, scratch):
         carried = _carry_warps(path, metadata, _required_threads(ptx), "its .reqntid")
     if stage in ("ttir", "ttgir"):
         stages[stage] = data.decode()
+    too_much = lds_refusal(arch, metadata.get("shared", 0))
+    if too_much:
+        raise RebuildError(f"{path}: {too_much}")
     return Rebuilt(path=path, stage=stage, data=data, sha256=hashlib.sha256(data).hexdigest(), stages=stages,
                    cubin=cubin, metadata=json_safe(metadata), carried=carried, mlir_signature=mlir_signature,
                    image_stage=image_stage)
-
-
-def _target_name(arch):
-    return arch if isinstance(arch, str) else f"sm_{arch}"
 
 
 def carried_options(metadata, arch):
     """Triton's options as the replaced kernel was compiled with them for `arch`, read from its
     metadata (those the installed Triton has: a kernel compiled by another release may name others)."""
     from ..triton_api.compiler import option_fields
-    fields = option_fields("amd" if isinstance(arch, str) else "nvidia")
+    fields = option_fields(target_of_arch(arch).vendor)
     options = {}
     for key, value in metadata.items():
         if key in fields and key not in _OPTIONS_NOT_CARRIED and value is not None:
@@ -351,10 +352,10 @@ def _carry_warps(path, metadata, threads, where):
     carried = [key for key in KERNEL_KEYS if key != "name" and key in metadata]
     if threads:
         count = threads[0] * threads[1] * threads[2]
-        if count % 32:
+        if count % NVIDIA_WARP_SIZE:
             raise RebuildError(f"{path}: {where} asks for {count} threads per block, not a whole number of "
-                               f"32-thread warps")
-        metadata["num_warps"] = count // 32
+                               f"{NVIDIA_WARP_SIZE}-thread warps")
+        metadata["num_warps"] = count // NVIDIA_WARP_SIZE
         carried.remove("num_warps")
     return tuple(carried)
 
@@ -415,7 +416,7 @@ def check_signature(rebuilt, reference):
     ours, theirs = _cubin_kernel(rebuilt.path, rebuilt.cubin, rebuilt.metadata.get("name")), \
         _cubin_kernel(reference.label, reference.cubin, expected_name)
     if ours[0] != theirs[0]:
-        _mismatch(rebuilt, reference, f"its {rebuilt.image_stage} is for", _target_name(ours[0]), _target_name(theirs[0]),
+        _mismatch(rebuilt, reference, f"its {rebuilt.image_stage} is for", arch_name(ours[0]), arch_name(theirs[0]),
                   "the architecture")
     if ours[1].parameter_sizes != theirs[1].parameter_sizes:
         sizes = lambda kernel: tuple(f"{size} bytes" for size in kernel.parameter_sizes)  # noqa: E731

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import Problem
 from ..spec import arg_kinds
 from ..spec.arg_kinds import IR_SCALAR_TYPES
+from ..spec.targets import IMAGE_STAGE
 
 # Triton names a cache entry's folder by the base32 of a SHA-256 (52 characters, no padding).
 ENTRY_FOLDER = re.compile(r"[A-Z2-7]{52}")
@@ -17,7 +18,7 @@ GROUP_PREFIX = "__grp__"
 # The files a kernel's entry holds besides the metadata: "source" (the front end's TTIR, always
 # written), the stages and the image; per backend (CUDA: PTX and a cubin; HIP: AMDGCN and a code object).
 IR_STAGES = {"cuda": ("ttir", "ttgir", "llir", "ptx"), "hip": ("ttir", "ttgir", "llir", "amdgcn")}
-IMAGE = {"cuda": "cubin", "hip": "hsaco"}
+IMAGE = {"cuda": IMAGE_STAGE["nvidia"], "hip": IMAGE_STAGE["amd"]}
 REQUIRED = {backend: ("source", *stages, IMAGE[backend]) for backend, stages in IR_STAGES.items()}
 
 # Element types of `!tt.ptr<...>` and scalar types of the tt.func, as a spec names them. TTIR has no

@@ -118,6 +118,10 @@ const Api* installed_for_testing() noexcept;
 // stands for its library loading; else CUDA's libcuda when it loads, else HIP's libamdhip64.
 const Api* in_use();
 
+// Why the real HIP runtime cannot be used although libamdhip64 was found (an entry point missing,
+// hipInit failing), else ok: what a process with neither usable driver is told besides CUDA's error.
+Status unusable_runtime();
+
 // Counts install_for_testing() calls: caches of what HIP said (device facts, modules per device)
 // belong to one generation, so that a fake installed later is asked again.
 inline std::atomic<std::uint64_t> generation{0};

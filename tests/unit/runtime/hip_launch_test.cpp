@@ -124,6 +124,18 @@ TEST_F(HipLaunchTest, ABlockIsNumWarpsWarpsOf64Threads) {
   EXPECT_EQ(launches[0].stream, reinterpret_cast<hip::hipStream_t>(stream));
 }
 
+TEST_F(HipLaunchTest, AGridOfMoreWorkItemsAlongXThanHipLaunchesIsRefusedNamingIt) {
+  hip.add_device("gfx942");
+  auto args = add_args(5000);
+  // 2^31 - 1 programs: within CUDA's limit; times 256 threads, past HIP's 2^32 - 1 work-items along x
+  Status status = kernel.launch(stream, args.data(), args.size(), Selection::automatic(), Grid{2147483647});
+  ASSERT_EQ(status.code(), TAOT_INVALID_ARGUMENT) << status.message();
+  EXPECT_NE(status.message().find("a grid of 2147483647 programs of 256 threads along x is more than HIP launches"),
+            std::string::npos)
+      << status.message();
+  EXPECT_TRUE(hip.launches().empty());
+}
+
 TEST_F(HipLaunchTest, PacksArgumentsAsTheVariantSaysThenTwoNullScratchPointers) {
   hip.add_device("gfx942");
   auto args = add_args(5000);
