@@ -5,7 +5,9 @@
 # make_cubin for the stages its compile() cannot start from).
 import contextlib
 import dataclasses
+import tempfile
 import types
+from pathlib import Path
 
 import triton
 from triton._C import libtriton
@@ -56,6 +58,13 @@ class Module:
     def text(self):
         """The module as Triton prints it, with its debug locations."""
         return self.handle.str()
+
+    def copy(self):
+        """A module of its own in the same context, parsed from this one's text."""
+        with tempfile.TemporaryDirectory(prefix="taot-module-") as folder:
+            path = Path(folder) / "copy.mlir"
+            path.write_text(self.text())
+            return Module.parse(path, self.context)
 
     def text_without_locations(self):
         return self.handle.str_nodebug()
@@ -113,23 +122,30 @@ class _StageReachedRun(Problem):
     """Raised by the recording pass manager's run(): the stage function stops where its passes would run."""
 
 
+# What a recording pass manager's run() does: raise _StageReachedRun (the stage function stops where
+# its passes would run), nothing (its passes ran already, one by one, and the stage function goes on
+# with what follows them), or run them (on a copy of the module, to reach the pass managers after it).
+STOP, SKIP, EXECUTE = "stop", "skip", "execute"
+
+
 class _RecordingPassManager:
     """Stands in for ir.pass_manager while a stage function is recorded: the add functions record the
-    passes added to it; run() raises _StageReachedRun (stop_at_run) or does nothing (the passes ran
-    already, one by one, and the stage function goes on with what follows them)."""
+    passes added to it (and, EXECUTE, add them to the real one); run() does what `mode` says."""
 
-    def __init__(self, real, added, stop_at_run):
+    def __init__(self, real, added, mode):
         self._real = real
         self.added = added
-        self._stop_at_run = stop_at_run
+        self.mode = mode
 
     def enable_debug(self):
         # What a real pass manager answers (whether MLIR_ENABLE_DUMP is on), which some add calls take.
         return self._real.enable_debug()
 
     def run(self, module, *name):  # run(module) up to Triton 3.5, run(module, name) from 3.6
-        if self._stop_at_run:
-            module.passes_ran = True
+        if self.mode == STOP:
+            raise _StageReachedRun()
+        if self.mode == EXECUTE:
+            self._real.run(module, *name)
 
 
 def _pass_modules():
@@ -153,13 +169,15 @@ def _recording_add(real, qualified_name):
     def add(pass_manager, *arguments, **keywords):
         if isinstance(pass_manager, _RecordingPassManager):
             pass_manager.added.append(PassCall(qualified_name, arguments, keywords, real))
+            if pass_manager.mode == EXECUTE:
+                real(pass_manager._real, *arguments, **keywords)
         else:
             real(pass_manager, *arguments, **keywords)
     return add
 
 
 @contextlib.contextmanager
-def _recording(stop_at_run):
+def _recording(mode):
     """While active, ir.pass_manager makes _RecordingPassManagers and every add_* function of
     libtriton's pass modules records into them; yields the list of PassCalls recorded. Patches
     Triton's bindings process-wide: not thread-safe, restored on exit."""
@@ -172,34 +190,12 @@ def _recording(stop_at_run):
                 if name.startswith("add_") and callable(function):
                     setattr(module, name, _recording_add(function, f"{relative}.{name}"))
                     patched.append((module, name, function))
-        _ir.pass_manager = lambda context: _RecordingPassManager(real_pass_manager(context), added, stop_at_run)
+        _ir.pass_manager = lambda context: _RecordingPassManager(real_pass_manager(context), added, mode)
         yield added
     finally:
         _ir.pass_manager = real_pass_manager
         for module, name, function in patched:
             setattr(module, name, function)
-
-
-class _ModuleUntilPassesRan:
-    """The module as a stage function sees it while its passes are recorded: the real one until a
-    pass manager has run (passes_ran), then only its context (for the next pass manager); any other
-    use raises _StageReachedRun, and a Triton function handed it refuses it (TypeError) before doing
-    anything: the stage function is stopped where its work on the passes' result would begin."""
-
-    def __init__(self, handle):
-        object.__setattr__(self, "_handle", handle)
-        object.__setattr__(self, "passes_ran", False)
-
-    def __getattr__(self, name):
-        if self.passes_ran and name != "context":
-            raise _StageReachedRun()
-        return getattr(self._handle, name)
-
-    def __setattr__(self, name, value):
-        if name == "passes_ran":
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self._handle, name, value)
 
 
 class Stage:
@@ -213,25 +209,33 @@ class Stage:
 
     def passes(self, module):
         """The PassCalls the stage function makes, in order, or None when it ran no pass manager. It runs
-        up to its pass managers' run() on `module` (what it does before its passes, such as setting
-        ttg.maxnreg, happens to it); the passes of every pass manager it runs one after another (AMD's
-        make_ttgir runs two) are recorded, up to the first use of the module after a run other than
-        making the next pass manager. Raises what the stage function raises before its first run."""
-        watched = _ModuleUntilPassesRan(module.handle)
-        with _recording(stop_at_run=True) as added:
+        up to its first pass manager's run() on `module` (what it does before its passes, such as
+        setting ttg.maxnreg, happens to it); then, since a stage may run several pass managers one
+        after another (AMD's make_ttgir runs two), to its end on a copy of the module, its passes run
+        for real, recording them all (up to a pass that fails there). Raises what the stage function
+        raises before its first run."""
+        with _recording(STOP) as first:
             try:
-                self._function(watched, {})
-            except (_StageReachedRun, TypeError):  # after a run: the stage reached what follows its passes (a
-                if not watched.passes_ran:         # binding handed the watched module refuses it: TypeError)
-                    raise
-        return list(added) if watched.passes_ran else None
+                self._function(module.handle, {})
+            except _StageReachedRun:
+                pass
+            else:
+                return None
+        from ..compile.jobs import captured_output  # (what the copy's run prints is not the user's to read)
+        copy = module.copy()
+        with _recording(EXECUTE) as added, captured_output():
+            try:
+                self._function(copy.handle, {})
+            except Exception:  # a pass failed on the copy: its pass manager's passes were recorded
+                pass
+        return list(added) if len(added) >= len(first) else list(first)
 
     def finish(self, module, metadata):
         """The rest of the stage function after its passes, which have run already: the stage is called
         again with pass managers that run nothing; returns what it returns (for make_llir, the LLVM IR
         text) and records what it records in `metadata` (a dict). What it does before its passes runs
         a second time."""
-        with _recording(stop_at_run=False):
+        with _recording(SKIP):
             return self._function(module.handle, metadata)
 
 
