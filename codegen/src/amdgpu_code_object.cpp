@@ -128,10 +128,18 @@ const AmdgpuKernel* AmdgpuCodeObject::find(std::string_view name) const noexcept
 }
 
 std::string AmdgpuCodeObject::processor() const {
-  const std::size_t start = target_id.rfind("--");
-  if (start == std::string::npos) return {};
-  const std::string rest = target_id.substr(start + 2);
-  return rest.substr(0, rest.find(':'));
+  // "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-" (Triton 3.6's LLVM), "amdgpu9.42-amd-amdhsa-unknown-gfx942"
+  // (3.9's): the component that starts with "gfx", without its features.
+  std::size_t start = 0;
+  while (start < target_id.size()) {
+    const std::size_t end = std::min(target_id.find('-', start), target_id.size());
+    if (target_id.compare(start, 3, "gfx") == 0) {
+      const std::string component = target_id.substr(start, end - start);
+      return component.substr(0, component.find(':'));
+    }
+    start = end + 1;
+  }
+  return {};
 }
 
 bool is_amdgpu_code_object(std::string_view bytes) noexcept { return elf::machine(bytes) == elf::kMachineAmdgpu; }

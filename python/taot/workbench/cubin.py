@@ -4,6 +4,7 @@
 # EIATTR_REQNTID), its target read as codegen/src/cubin.cpp reads it (both are tested on
 # tests/unit/codegen/data/cubin_targets.json); an AMDGPU code object (Triton's .hsaco) in its
 # NT_AMDGPU_METADATA note, MessagePack (amdhsa.kernels[].args[].size; amdhsa.target).
+import re
 import struct
 from dataclasses import dataclass
 
@@ -105,8 +106,9 @@ def _read_code_object(data):
                     raise CubinError(f"its AMDGPU metadata note is not MessagePack: {error}") from None
     if not isinstance(metadata, dict) or not isinstance(metadata.get("amdhsa.kernels"), list):
         raise CubinError("an AMDGPU code object without the metadata note (NT_AMDGPU_METADATA) of its kernels")
-    target = str(metadata.get("amdhsa.target", ""))  # "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"
-    gfx = target.rpartition("--")[2].partition(":")[0] or None
+    # "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-" (Triton 3.6's LLVM), "amdgpu9.42-amd-amdhsa-unknown-gfx942" (3.9's)
+    named = re.search(r"\b(gfx[0-9a-z]+)", str(metadata.get("amdhsa.target", "")))
+    gfx = named.group(1) if named else None
     kernels = {}
     for kernel in metadata["amdhsa.kernels"]:
         arguments = sorted(kernel.get(".args", []), key=lambda argument: argument.get(".offset", 0))

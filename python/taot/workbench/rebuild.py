@@ -141,7 +141,7 @@ _TARGET_PATTERNS = {
     "ttgir": (r'ttg\.target\s*=\s*"cuda:(\d+)"', r'ttg\.target\s*=\s*"hip:(gfx\w+)"'),
     "ptx": (r"^\s*\.target\s+sm_(\d+)",),
     "llir": (r'"target-cpu"="sm_(\d+)', r'"target-cpu"="(gfx\w+)"'),
-    "amdgcn": (r'\.amdgcn_target\s+"amdgcn-amd-amdhsa--(gfx\w+)',),
+    "amdgcn": (r'\.amdgcn_target\s+"[^"]*?\b(gfx[0-9a-z]+)',),  # "amdgcn-amd-amdhsa--gfx942", 3.9: "...-unknown-gfx942"
 }
 
 

@@ -166,5 +166,15 @@ TEST(AmdgpuCodeObject, ADamagedNoteIsAnErrorThatSaysHow) {
       << lacking.status().message();
 }
 
+TEST(AmdgpuCodeObject, TheProcessorIsTheGfxComponentOfEitherTargetSpelling) {
+  AmdgpuCodeObject object;
+  object.target_id = "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-";  // Triton 3.6's LLVM
+  EXPECT_EQ(object.processor(), "gfx942");
+  object.target_id = "amdgpu9.42-amd-amdhsa-unknown-gfx942";  // Triton 3.9's
+  EXPECT_EQ(object.processor(), "gfx942");
+  object.target_id = "amdgcn-amd-amdhsa";
+  EXPECT_EQ(object.processor(), "");
+}
+
 }  // namespace
 }  // namespace taot::codegen
