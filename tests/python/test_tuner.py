@@ -338,9 +338,9 @@ class ScriptedWorker:
         pass
 
 
-def run_scripted(tmp_path, monkeypatch, resume=False):
+def run_scripted(tmp_path, monkeypatch, resume=False, worker=ScriptedWorker):
     from taot.measure import tuner
-    monkeypatch.setattr(tuner, "_Worker", ScriptedWorker)
+    monkeypatch.setattr(tuner, "_Worker", worker)
     ScriptedWorker.sent = []
     header = {"schema": tuner.JOURNAL_SCHEMA, "library": "fakelib", "kernel": "moe", "key": ["M"],
               "shapes": [{"M": 1}]}
@@ -376,3 +376,36 @@ def test_a_run_stopped_before_a_keys_final_comparison_resumes_with_it_alone(tmp_
     journal = run_scripted(tmp_path, monkeypatch, resume=True)
     assert [next(iter(request)) for _, request in ScriptedWorker.sent] == ["final"]
     assert journal.tasks[0]["chosen"] == "c0"
+
+
+class CrowdedWorker(ScriptedWorker):
+    """GPU 0's chunk holds ten configs within 2% of each other; the true best, c0, is in GPU 1's chunk,
+    and GPU 1 runs 8% slow: by the medians alone c0 is 1.07x the best, past the 5% span."""
+    SPEED = {0: 1.0, 1: 1.08}
+    TRUE_MS = {**{f"c{i}": 1.0 + i / 1000 for i in range(1, 11)}, "c0": 1.00,
+               **{f"c{i}": 2.0 + i / 1000 for i in range(11, 20)}}
+
+
+def test_each_gpus_leaders_are_compared_and_medians_of_two_gpus_are_not(tmp_path, monkeypatch):
+    journal = run_scripted(tmp_path, monkeypatch, worker=CrowdedWorker)
+    chunks = {gpu: request["candidates"] for gpu, request in ScriptedWorker.sent if "measure" in request}
+    assert chunks[0] == [f"c{i}" for i in range(1, 11)] and chunks[1][0] == "c0"
+    assert all(result["gpu"] == (0 if result["result"] in chunks[0] else 1)
+               for result in journal.tasks[0]["results"].values())
+    (final,) = [request for _, request in ScriptedWorker.sent if "final" in request]
+    # GPU 0's best, GPU 1's best, GPU 0's second, ...: GPU 1's others are 2x its best, not leaders.
+    assert final["leaders"] == ["c1", "c0", "c2", "c3", "c4", "c5", "c6", "c7"]
+    assert journal.tasks[0]["chosen"] == "c0"
+
+
+def test_a_chunk_is_pruned_against_the_best_of_its_own_gpu(tmp_path, monkeypatch):
+    """Later chunks carry the best their GPU timed itself (GPU 1's medians are all 8% above GPU 0's)."""
+    from taot.measure import tuner
+    monkeypatch.setattr(tuner, "CHUNK", 5)
+    journal = run_scripted(tmp_path, monkeypatch, worker=CrowdedWorker)
+    medians = {}
+    for result in journal.tasks[0]["results"].values():
+        medians.setdefault(result["gpu"], set()).add(result["median_ms"])
+    bests = [(gpu, request["best"]) for gpu, request in ScriptedWorker.sent if "measure" in request]
+    assert bests[:2] == [(0, None), (1, None)] and {gpu for gpu, _ in bests[2:]} == {0, 1}
+    assert all(best in medians[gpu] for gpu, best in bests[2:])

@@ -6,7 +6,7 @@
 #   {"begin": TASK, "skip": [ids]}       list the task's candidates (ids in skip already have results)
 #   {"measure": TASK, "candidates": [ids], "best": MS or null}
 #                                        gate and time these candidates; `best`: the task's best full
-#                                        median so far, on any GPU, for early stopping
+#                                        median so far on this GPU (else on any), for early stopping
 #   {"final": TASK, "leaders": [ids], "rounds": R}
 #                                        time the leading candidates again, R interleaved rounds
 #   {"verify": TABLE_PATH, "tasks": [[TASK, best id], ...]}  or  {"quit": true}

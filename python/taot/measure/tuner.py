@@ -344,10 +344,12 @@ class _Worker:
             self.kill()
 
 
-# A key's candidates are spread over every worker in chunks; once all are measured, its leaders (the
-# candidates within LEADER_SPAN of the best full median, at most MAX_LEADERS) are timed again together
-# on the first GPU in FINAL_ROUNDS interleaved rounds, and the fastest there is the key's choice: the
-# choice does not depend on which GPU timed which candidate first.
+# A key's candidates are spread over every worker in chunks; once all are measured, its leaders are
+# timed again together on the first GPU in FINAL_ROUNDS interleaved rounds, and the fastest there is the
+# key's choice. GPUs of one kind differ in speed by a few per cent, so medians of two GPUs are never
+# compared: each GPU's leaders are its candidates within LEADER_SPAN of its own best (and a chunk is
+# pruned against the best of its own GPU), taken from each GPU in turn, best first, MAX_LEADERS in all.
+# So the choice does not depend on which GPU timed which candidate first.
 LEADER_SPAN = 1.05
 MAX_LEADERS = 8
 FINAL_ROUNDS = 5
@@ -463,8 +465,8 @@ class Coordinator:
                 size = max(1, min(CHUNK, -(-len(plan.remaining) // free)))
                 chunk, plan.remaining = plan.remaining[:size], plan.remaining[size:]
                 plan.sent.update(chunk)
-                best = best_result(self.journal.tasks.get(task, {}))
-                return {"measure": task, "candidates": chunk, "best": best and best["median_ms"]}
+                best = self._best_on(worker.gpu, task)
+                return {"measure": task, "candidates": chunk, "best": best}
         for task in self.pending:
             plan = self.plans[task]
             if plan.remaining is None and not plan.begin_sent:
@@ -479,10 +481,29 @@ class Coordinator:
             self.final_worker = next((w for w in self.workers if w not in self.skipped and w in self.ready), None)
         return self.final_worker
 
+    def _timed_per_gpu(self, task):
+        """{GPU: the key's candidates timed in full there, fastest first}; results of a journal that did
+        not record the GPU count as one GPU's."""
+        per_gpu = {}
+        for result in self.journal.tasks[task]["results"].values():
+            if result["status"] == "ok":
+                per_gpu.setdefault(result.get("gpu"), []).append(result)
+        return {gpu: sorted(timed, key=lambda r: r["median_ms"]) for gpu, timed in per_gpu.items()}
+
+    def _best_on(self, gpu, task):
+        """The pruning bound a chunk for `gpu` carries: the key's best full median timed on that GPU, else
+        (none yet there) on any, else None."""
+        per_gpu = self._timed_per_gpu(task)
+        timed = per_gpu.get(gpu) or min(per_gpu.values(), key=lambda t: t[0]["median_ms"], default=None)
+        return timed[0]["median_ms"] if timed else None
+
     def _leaders(self, task):
-        timed = sorted((r for r in self.journal.tasks[task]["results"].values() if r["status"] == "ok"),
-                       key=lambda r: r["median_ms"])
-        return [r["result"] for r in timed if r["median_ms"] <= timed[0]["median_ms"] * LEADER_SPAN][:MAX_LEADERS]
+        """Each GPU's candidates within LEADER_SPAN of that GPU's best, taken from the GPUs in turn (each
+        one's best, then each one's second, ...), at most MAX_LEADERS."""
+        ranked = [[r["result"] for r in timed if r["median_ms"] <= timed[0]["median_ms"] * LEADER_SPAN]
+                  for timed in self._timed_per_gpu(task).values()]
+        in_turn = [ids[rank] for rank in range(max(map(len, ranked), default=0)) for ids in ranked if rank < len(ids)]
+        return in_turn[:MAX_LEADERS]
 
     def _assign(self, worker):
         worker.unit = self._next_unit(worker)
@@ -523,12 +544,12 @@ class Coordinator:
             elif "start" in message:
                 worker.running, worker.started_at = (message["task"], message["start"]), time.monotonic()
             elif "result" in message:
-                self._record(message)
+                self._record(dict(message, gpu=worker.gpu))
                 worker.running = None
             elif "measured" in message:
                 worker.unit = worker.running = None
             elif "final" in message:
-                self._final(message["final"], message["times"])
+                self._final(message["final"], message["times"], worker.gpu)
                 worker.unit = worker.running = None  # (its rounds' last start has no result of its own)
             elif "error" in message:
                 where = self._unit_text(worker)
@@ -572,7 +593,7 @@ class Coordinator:
     def _record(self, message):
         task = message["task"]
         entry = {"task": task, "result": message["result"], "status": message["status"]}
-        for name in ("median_ms", "samples", "detail"):
+        for name in ("median_ms", "samples", "detail", "gpu"):
             if name in message:
                 entry[name] = message[name]
         self.journal.write(entry)
@@ -585,9 +606,9 @@ class Coordinator:
             self.measured_now += 1
         self._progress(task)
 
-    def _final(self, task, times):
+    def _final(self, task, times, gpu):
         chosen = min(times, key=lambda candidate: (times[candidate], candidate))
-        self.journal.write({"task": task, "final": times, "chosen": chosen})
+        self.journal.write({"task": task, "final": times, "chosen": chosen, "gpu": gpu})
         self._end(task)
 
     def _worker_exited(self, worker, code, ready):
