@@ -107,6 +107,10 @@ def test_one_keys_candidates_are_spread_over_every_worker_and_progress_says_time
     assert devices == {"0", "1"}  # the one key's 40 candidates were timed on both GPUs
     assert re.search(r"\[1/1 keys\] key \[1\]: 40/40 candidates, best 10\.00 us \(v0\); \d+ s elapsed, about \d+ s "
                      r"left \(\d+ candidates/s\)", result.stderr), result.stderr
+    # --prune-ratio 0: no quick timing, and the table says 0 (strict JSON: the runtime's reader takes no Infinity)
+    assert {line.split()[3] for line in calls(world[2])} == {"full"}
+    table = json.loads((world[2] / "out" / "moe.json").read_text(), parse_constant=pytest.fail)
+    assert table["measured"]["prune_ratio"] == 0
 
 
 def test_the_vllm_json_is_read_back_by_the_tuning_loader(world):

@@ -161,7 +161,7 @@ def _tune(arguments, say, library_path, library_name, bench_file, kernel_name, k
     quick = dict(full, warmup_ms=arguments.quick_ms, rep_ms=arguments.quick_ms)
     settings = {"library": str(library_path.resolve()), "module_dir": arguments.module_dir, "kernel": kernel_name,
                 "bench": str(Path(arguments.bench).resolve()), "key": list(info.tuning_key), "full": full,
-                "quick": quick, "prune_ratio": arguments.prune_ratio or float("inf"),
+                "quick": quick, "prune_ratio": arguments.prune_ratio,
                 "check": not arguments.no_check, "backend": arguments.backend and str(Path(arguments.backend).resolve())}
     keep = shape_filter(arguments.filters, bench_file)
     shapes = [shape for shape in kernel_bench.tune_shapes if keep is None or keep(shape)]

@@ -32,7 +32,8 @@ from .stats import median
 
 class Screening:
     """Early stopping: every candidate is first timed briefly (`quick`); one whose quick median is
-    more than `prune_ratio` times the best full median so far is not timed in full."""
+    more than `prune_ratio` times the best full median so far is not timed in full. A `prune_ratio` of 0
+    prunes nothing, and nothing is timed briefly first."""
 
     def __init__(self, quick, full, prune_ratio):
         self.quick, self.full, self.prune_ratio = quick, full, prune_ratio
@@ -124,10 +125,11 @@ def _measure(backend, candidate, screening, best):
     problems = backend.gate(candidate)
     if problems:
         return {"status": "wrong", "detail": "; ".join(problems)}
-    quick = median(backend.time(candidate, screening.quick))
-    if quick > best * screening.prune_ratio:
-        return {"status": "pruned", "median_ms": quick,
-                "detail": f"quick median {quick:.5g} ms > {screening.prune_ratio:g} x best {best:.5g} ms"}
+    if screening.prune_ratio:
+        quick = median(backend.time(candidate, screening.quick))
+        if quick > best * screening.prune_ratio:
+            return {"status": "pruned", "median_ms": quick,
+                    "detail": f"quick median {quick:.5g} ms > {screening.prune_ratio:g} x best {best:.5g} ms"}
     samples = backend.time(candidate, screening.full)
     return {"status": "ok", "median_ms": median(samples), "samples": len(samples)}
 
