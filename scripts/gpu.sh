@@ -9,7 +9,9 @@
 #   scripts/gpu.sh measure [FIGURE...] the figures of taot tune and bench: tune, jit, ncu (default:
 #                                      all three), tune-scaling (one GPU, then every GPU; $TUNE_SPEC),
 #                                      tune-full (vLLM's whole grid: build, then a tune that resumes
-#                                      across calls and stops itself after $TUNE_FULL_SECONDS)
+#                                      across calls and stops itself after $TUNE_FULL_SECONDS; once done,
+#                                      its table baked in and called automatically), tune-exhaustive
+#                                      (every candidate at some batch sizes, against tune-full's choices)
 #   scripts/gpu.sh autotune            first-call autotuning: its GPU tests (tests/autotune), the
 #                                      first call and steady state against the JIT's autotuner, and
 #                                      launch cost with it (C++ null driver; Python, empty grid)
@@ -202,44 +204,9 @@ command_measure() {
         library=$(dirname "$library")
         tune_figure 1 tune_one_gpu "$library"
         tune_figure all tune_every_gpu "$library"
-        python3 - "$logs" <<'PY' || fail "tune scaling comparison"
-import json, sys
-from pathlib import Path
-logs = Path(sys.argv[1])
-def run(name):
-    """The run's choice per key, its full medians per key and candidate, its final comparisons' medians
-    (one GPU, interleaved rounds) per key and leader, and its wall time."""
-    table = json.loads((logs / name / "fused_moe_kernel.json").read_text())
-    chosen = {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
-    timed, finals, keys = {}, {}, {}  # the workers' lines interleave: a result names its task
-    for line in (logs / name / "fused_moe_kernel.journal.jsonl").read_text().splitlines():
-        entry = json.loads(line)
-        if entry.get("begin"):
-            keys[entry["task"]] = entry["key"][0]
-        elif entry.get("status") == "ok":
-            timed.setdefault(keys[entry["task"]], {})[entry["result"]] = entry["median_ms"]
-        elif "final" in entry:
-            finals[keys[entry["task"]]] = entry["final"]
-    return chosen, timed, finals, int((logs / f"{name}.wall_ms").read_text())
-def ratio(choice, key, timed, finals):
-    """`choice` timed in another run: against that run's best in its final comparison when both are
-    among its leaders (timed together), else against its best full median."""
-    final = finals.get(key, {})
-    if choice in final:
-        return final[choice] / min(final.values())
-    return timed[key][choice] / min(timed[key].values()) if choice in timed.get(key, {}) else None
-(one, one_timed, one_finals, one_ms), (every, every_timed, every_finals, every_ms) = \
-    run("tune_one_gpu"), run("tune_every_gpu")
-same = sum(one[key] == every.get(key) for key in one)
-print(f"one GPU {one_ms / 1000:.1f} s, every GPU {every_ms / 1000:.1f} s: {one_ms / every_ms:.2f}x; "
-      f"the same config chosen for {same} of {len(one)} keys")
-for mine, timed, finals, label in ((one, every_timed, every_finals, "one-GPU choices in the every-GPU run"),
-                                   (every, one_timed, one_finals, "every-GPU choices in the one-GPU run")):
-    ratios = [r for r in (ratio(mine[key], key, timed, finals) for key in mine) if r is not None]
-    print(f"{label}: {len(ratios)} of {len(mine)} timed there, worst {max(ratios, default=1):.3f}x its best "
-          f"(target 1.02)")
-sys.exit(0 if set(one) == set(every) else 1)
-PY
+        python3 bench/tune_agreement.py "$logs/tune_one_gpu" "$logs/tune_every_gpu" --names "one GPU" "every GPU" \
+          --wall-ms "$(cat "$logs/tune_one_gpu.wall_ms")" "$(cat "$logs/tune_every_gpu.wall_ms")" \
+          || fail "tune scaling comparison"
         ;;
       tune-full)
         # The whole vLLM grid (1920 configs) at the 18 batch sizes on every GPU: the library's build
@@ -260,7 +227,31 @@ PY
           --gpus "${TUNE_GPUS:-all}"
         echo "$(( $(milliseconds) - start ))" >> "$full/wall_ms"
         echo "tune wall time, every call: $(paste -sd, "$full/wall_ms") ms"
-        cp -r "$full" "$logs/tune_full" ;;
+        cp -r "$full" "$logs/tune_full"
+        [ -f "$full/fused_moe_kernel.json" ] || continue  # stopped before its end: a later call resumes
+        step "figure: the full vLLM grid, its table baked into the library, called automatically"
+        TAIL=3 run tune_full_bake "$TAOT_BIN" build bench/specs/fused_moe_tune_full.py -o "$(dirname "$library")" --python \
+          --quiet --tuning "fused_moe_kernel=$full/fused_moe_kernel.json" \
+          && TAIL=3 run tune_full_bake_module cmake --build "$(dirname "$library")/build" \
+          && TAIL=3 run tune_full_baked_check python3 bench/check_baked_table.py "$(dirname "$library")" \
+            --bench examples/fused_moe/bench_fused_moe.py --table "$full/fused_moe_kernel.json" ;;
+      tune-exhaustive)
+        # Every candidate timed in full (--prune-ratio 0) at the batch sizes $EXHAUSTIVE_M (default
+        # 1,16,64,256,1024,4096; all: every one) of $EXHAUSTIVE_SPEC (default the full grid), against
+        # the choices of the run in $EXHAUSTIVE_AGAINST (default tune-full's, from an earlier call on
+        # this machine): each within 2% of the exhaustive best?
+        local exhaustive=$work/tune_exhaustive spec=${EXHAUSTIVE_SPEC:-bench/specs/fused_moe_tune_full.py}
+        local against=${EXHAUSTIVE_AGAINST:-$work/tune_full} where=()
+        [ "${EXHAUSTIVE_M:=1,16,64,256,1024,4096}" = all ] || where=(--where "M=$EXHAUSTIVE_M")
+        step "figure: $spec exhaustive at M=$EXHAUSTIVE_M, against the choices in $against"
+        [ -f "$against/fused_moe_kernel.json" ] || { fail "tune-exhaustive: no finished run in $against"; continue; }
+        library=$(modules "$spec") || { fail "module build"; continue; }
+        TAIL=24 run tune_exhaustive python3 -m taot tune "$(dirname "$library")" --bench examples/fused_moe/bench_fused_moe.py \
+          -o "$exhaustive" --restart --graph --launches-per-rep 10 --no-flush --gpus "${TUNE_GPUS:-all}" --prune-ratio 0 \
+          "${where[@]}" --no-check
+        cp -r "$exhaustive" "$logs/tune_exhaustive"
+        python3 bench/tune_agreement.py "$against" "$exhaustive" --subset --names pruned exhaustive \
+          || fail "tune-exhaustive comparison" ;;
       jit)
         step "figure: the JIT tuner (benchmark_moe.py's method), batch sizes ${JIT_BATCH_SIZES:-all}"
         library=$(modules bench/specs/fused_moe_tune.toml) || { fail "module build"; continue; }
@@ -272,7 +263,7 @@ PY
           examples/matmul/matmul.toml) || { fail "module builds"; continue; }
         PYTHONPATH=$library:$PYTHONPATH TAIL=30 run three_ways python3 bench/bench_vs_do_bench_ncu.py \
           --json "$logs/three_ways.json" ;;
-      *) fail "no figure named $figure (tune, tune-scaling, tune-full, jit, ncu)" ;;
+      *) fail "no figure named $figure (tune, tune-scaling, tune-full, tune-exhaustive, jit, ncu)" ;;
     esac
   done
 }
