@@ -132,6 +132,7 @@ def test_gate_crash_hang_and_fatal_are_recorded_and_skipped(world):
     assert results[(1, "v3")]["status"] == "crashed" and "status 9" in results[(1, "v3")]["detail"]
     assert results[(2, "v4")]["status"] == "hung"
     assert results[(3, "v5")]["status"] == "crashed"  # a fatal driver error ends the worker after the report
+    assert all(entry["gpu"] == 0 for entry in results.values())  # every outcome names the GPU it came from
     table = json.loads((world[2] / "out" / "moe.json").read_text())
     chosen = {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
     assert all(chosen[m] != BEST[m] for m in BEST)  # the failed best is never chosen

@@ -617,7 +617,7 @@ class Coordinator:
             return  # asked to quit, or nothing left for it
         if worker.running is not None:
             task, candidate = worker.running
-            self._record({"task": task, "result": candidate, "status": "crashed",
+            self._record({"task": task, "result": candidate, "status": "crashed", "gpu": worker.gpu,
                           "detail": f"the worker exited with status {code} while running it"})
             worker.running = None
         if unit is not None:  # its unanswered work goes back
@@ -643,7 +643,7 @@ class Coordinator:
         for worker in workers:
             if worker.running is not None and now - worker.started_at > self.options.candidate_timeout:
                 task, candidate = worker.running
-                self._record({"task": task, "result": candidate, "status": "hung",
+                self._record({"task": task, "result": candidate, "status": "hung", "gpu": worker.gpu,
                               "detail": f"no answer within {self.options.candidate_timeout:g} s; worker killed"})
                 worker.running = None
                 worker.kill()  # its exit restarts it
