@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from test_trusted_builds import write_project
 
 
@@ -34,6 +36,20 @@ def test_usage_errors_exit_2_naming_the_option(run_taot, tmp_path):
     for command in ("inspect", "diff"):
         stage = run_taot(command, tmp_path, "a", "--stage", "asm")
         assert stage.returncode == 2 and "--stage: asm not in {ttir,ttgir,llir,ptx,sass,amdgcn}" in stage.stderr
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (("gen",), "taot gen: error: manifest is required"),
+    (("inspect",), "taot inspect: error: path is required"),
+    (("inspect", "lib", "--bogus"), "taot inspect: error: The following argument was not expected: --bogus"),
+    (("diff", "a"), "taot diff: error: operands: At least 2 required but received 1"),
+    (("compile",), "taot compile: error: the following arguments are required: spec"),
+])
+def test_a_usage_error_of_either_side_reads_taot_command_error(run_taot, arguments, message):
+    """The C++ commands' parser errors read as the front end's (docs/workbench.md, "Every command")."""
+    result = run_taot(*arguments)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert f"`taot {arguments[0]} --help`" in result.stderr or "usage: taot" in result.stderr
 
 
 def test_build_without_output_writes_the_documented_default(run_taot, tmp_path):

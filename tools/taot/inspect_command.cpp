@@ -108,7 +108,7 @@ int run_inspect(const InspectOptions& options) {
 
 Runner declare_inspect(CLI::App& command) {
   auto options = std::make_shared<InspectOptions>();
-  command.add_option("target", options->target,
+  command.add_option("path", options->target,
                      "A library folder (written by taot build), a manifest.json, a .cubin or an AMD .hsaco")
       ->required();
   command.add_option("-k,--kernel", options->kernels, "Only this kernel (repeatable)");

@@ -50,8 +50,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    // --help and --version exit 0; a usage error exits 2 (docs/workbench.md, "The command").
-    return app.exit(error) == 0 ? 0 : 2;
+    // --help and --version exit 0. A usage error exits 2 and, within a command, reads as the front
+    // end's do: "taot COMMAND: error: ..." (docs/workbench.md, "Every command").
+    if (error.get_exit_code() == 0 || argc < 2 || argv[1][0] == '-') return app.exit(error) == 0 ? 0 : 2;
+    taot::tool::report_usage_error(argv[1], error.what());
+    fmt::print(stderr, "(`taot {} --help` lists its options)\n", argv[1]);
+    return 2;
   }
   return chosen ? chosen() : 2;
 }
