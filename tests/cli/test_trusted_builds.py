@@ -224,6 +224,29 @@ def test_no_wait_fails_naming_the_build_that_holds_the_folder(project, taot_bin,
                      re.MULTILINE), refused.stderr
 
 
+def test_taot_gen_holds_the_folder_as_builds_do(project, taot_bin, run_taot):
+    """gen writes a folder too: into one a build holds, it waits (or with --no-wait fails naming the
+    build); the gen that build, from-ir and import-cache run is told they hold it."""
+    assert run_taot("build", "scale.toml", "-o", "ref", cwd=project).returncode == 0
+    first = start(taot_bin, "build", "scale.toml", "-o", "out", "-j", "1", cwd=project)
+    wait_until(lambda: holds_lock(project / "out"), first, "the build takes the lock")
+    os.killpg(first.pid, signal.SIGSTOP)
+    try:
+        refused = run_taot("gen", "ref/manifest.json", "-o", "out", "--no-wait", cwd=project)
+        waiting = start(taot_bin, "gen", "ref/manifest.json", "-o", "out", cwd=project)
+        wait_until(lambda: "waiting for" in Path(waiting.outputs[1].name).read_text(), waiting, "gen waits")
+    finally:
+        os.killpg(first.pid, signal.SIGCONT)
+    assert refused.returncode == 1
+    assert re.search(rf"^error: out is being built by pid {first.pid} on \S+ since [0-9-]+ [0-9:]+: "
+                     r".*taot build scale.toml -o out -j 1; wait for it or drop --no-wait$", refused.stderr,
+                     re.MULTILINE), refused.stderr
+    assert finish(first)[0] == 0
+    code, _, err = finish(waiting)
+    assert code == 0 and f"waiting for pid {first.pid} on " in err, err
+    assert (project / "out" / ".taot.lock").read_text() == ""  # released: names no holder
+
+
 def test_a_killed_build_leaves_no_lock_and_a_tree_the_next_build_finishes(project, taot_bin, run_taot):
     reference = reference_hashes(project, run_taot)
     killed = start(taot_bin, "build", "scale.toml", "-o", "out", "-j", "1", cwd=project)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "output_lock.h"
 #include "taot/codegen/generator.h"
 #include "taot/codegen/manifest.h"
 #include "taot/codegen/tuning.h"
@@ -24,6 +25,7 @@ struct GenOptions {
   bool python = false;              // also generate the Python module (loaded through taot._native)
   std::vector<std::string> tuning;  // tuned-table files to bake in: FILE or KERNEL=FILE
   bool plan = false;                // check a plan (a manifest before its compile) and write nothing
+  bool no_wait = false;             // fail, naming the holder, when another command holds the output folder
 };
 
 int run_gen(const GenOptions& options) {
@@ -40,6 +42,13 @@ int run_gen(const GenOptions& options) {
     return report_error(tuning_files.status().message());
   }
   if (options.plan) return 0;
+  auto lock = OutputLock::acquire(
+      options.output, !options.no_wait,
+      [&](std::string_view notice) {
+        if (!options.quiet) fmt::print(stderr, "{}\n", notice);
+      },
+      fmt::format("taot gen {} -o {}", options.manifest, options.output));
+  if (!lock.ok()) return report_error(lock.status().message());
   codegen::GenerateOptions generate_options;
   generate_options.output_dir = options.output;
   generate_options.python = options.python;
@@ -69,6 +78,8 @@ Runner declare_gen(CLI::App& command) {
                    "Check a plan: the manifest taot compile will write, before compiling (variants without "
                    "images); write nothing");
   command.add_flag("-q,--quiet", options->quiet, "Print errors only");
+  command.add_flag("--no-wait", options->no_wait,
+                   "Fail, naming the holder, when another command holds the output folder (default: wait for it)");
   command.add_flag("--python", options->python, "Also generate the Python module of the library (it loads through taot's binding, taot._native)");
   command.add_option("--tuning", options->tuning,
                      "A tuned table to bake in (repeatable): a taot-format FILE names its kernel; "

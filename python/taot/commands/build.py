@@ -11,7 +11,7 @@ from . import compile as compile_command
 from ..compile import depfile
 from .. import IMPORT_ROOT
 from ..errors import TaotError
-from ..compile.output_lock import HELD_BY_PARENT, OutputLock
+from ..compile.output_lock import HELD_BY_PARENT, LOCK_NAME, OutputLock
 
 
 # The checkout this front end runs from, when it runs from one: the generated CMakeLists then builds
@@ -110,17 +110,18 @@ def _inputs(library, tuning):
 
 
 def run_gen(manifest, output, *, python=False, quiet=False, tuning=()):
-    """Runs the C++ `taot gen` on `manifest` into `output`; returns its exit code."""
+    """Runs the C++ `taot gen` on `manifest` into `output`, whose lock the caller holds (gen is told so
+    and does not wait for it); returns its exit code."""
     command = [taot_binary(), "gen", str(manifest), "-o", str(output)]
     command += ["--python"] * python + ["--quiet"] * quiet
     for table in tuning:
         command += ["--tuning", str(table)]
-    return _run_step(command)
+    return _run_step(command, env=dict(os.environ, **{HELD_BY_PARENT: str(Path(output) / LOCK_NAME)}))
 
 
-def _run_step(command):
+def _run_step(command, env=None):
     try:
-        return subprocess.run(command).returncode
+        return subprocess.run(command, env=env).returncode
     except OSError as error:
         raise TaotError(f"cannot run {command[0]}: {error.strerror}") from None
 

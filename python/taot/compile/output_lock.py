@@ -13,8 +13,9 @@ from pathlib import Path
 from ..errors import OutputBusy
 
 LOCK_NAME = ".taot.lock"
-# Set by `taot build`, which holds the lock for compile and gen together, to the lock file's path:
-# the compile it runs then does not take the lock again.
+# The lock file's path, set by a command holding the lock for what it runs in the folder (build's
+# compile; the `taot gen` of build, from-ir and import-cache, tools/taot/output_lock.h): they do not
+# take the lock again.
 HELD_BY_PARENT = "TAOT_HELD_LOCK"
 
 
