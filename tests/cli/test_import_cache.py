@@ -266,6 +266,7 @@ def test_json_names_the_kernels_variants_and_entries(cache, run_taot, tmp_path):
     result = run_taot("import-cache", cache, "-o", tmp_path / "lib", *GRIDS, "--json", "--name", "mine")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
+    assert (report["schema"], report["schema_version"]) == ("taot.import-cache", 1)
     assert report["library"] == "mine" and report["spec"].endswith("mine.toml")
     assert report["kernels"]["scale"]["exact"] is True
     assert len(report["kernels"]["scale"]["variants"]) == 3 and len(report["kernels"]["scale"]["entries"]) == 3

@@ -31,7 +31,11 @@ def taot_check(*arguments):
 def results_of(*arguments):
     path = Path(tempfile.mkdtemp()) / "check.json"
     result = taot_check(*arguments, "-o", path, "-q")
-    return result, json.loads(path.read_text())["comparisons"] if path.exists() else []
+    if not path.exists():
+        return result, []
+    document = json.loads(path.read_text())
+    assert (document["schema"], document["schema_version"]) == ("taot.check", 1)
+    return result, document["comparisons"]
 
 
 VECTOR_ADD = ("--bench", ROOT / "examples/vector_add/bench_vector_add.py")

@@ -38,7 +38,9 @@ def test_memcheck_names_the_out_of_bounds_store_per_variant(oob):
     result = taot("sanitize", "-o", report, "--", "check", library, "--bench", HERE / "bench_oob.py",
                   "--against", "reference")
     assert result.returncode == 1
-    (entry,) = json.loads(report.read_text())["runs"]
+    document = json.loads(report.read_text())
+    assert (document["schema"], document["schema_version"]) == ("taot.sanitize", 1)
+    (entry,) = document["runs"]
     assert entry["errors"] >= 1
     kinds = {(f["kind"].split(" of size")[0], f["function"], Path(f["file"] or "").name, f["line"])
              for f in entry["findings"]}
