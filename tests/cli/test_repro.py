@@ -102,6 +102,19 @@ def test_a_consistent_recording_is_written_without_building_anything(run_taot, t
     assert "const std::size_t kVariantIndex = 5;" in (out / "replay.cpp").read_text()
 
 
+def test_an_output_folder_another_command_holds_is_waited_for_or_named(run_taot, tmp_path):
+    """repro writes OUT under its lock, as every command that writes a folder: with --no-wait a held
+    folder is an error naming the holder; -q keeps the wait's note off stderr."""
+    from taot.compile.output_lock import OutputLock
+    out, library = tmp_path / "out", fake_library(tmp_path / "lib")
+    with OutputLock(out):
+        busy = run_taot("repro", recording(tmp_path / "recorded"), "-o", out, "--library", library, "--no-wait")
+    assert busy.returncode == 1
+    assert busy.stderr.startswith(f"error: {out} is being built by pid {os.getpid()} on "), busy.stderr
+    quiet = run_taot("repro", tmp_path / "recorded", "-o", out, "--library", library, "-q")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+
+
 def pointer(name, buffer, offset):
     return {"name": name, "kind": "pointer", "dtype": "fp16", "output": False, "buffer": buffer, "offset": offset}
 

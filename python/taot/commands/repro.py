@@ -28,6 +28,7 @@ def add_arguments(parser):
     parser.add_argument("--library", metavar="LIBDIR", required=True,
                         help="the folder taot build wrote for the recorded library (its CMakeLists.txt)")
     add_no_wait_flag(parser, "OUT")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr (waiting for OUT's lock)")
     parser.add_argument("--taot-source", metavar="DIR",
                         help="taot source checkout whose runtime the program links (default: the one this taot "
                              "runs from, if it is a checkout; else an installed taot)")
@@ -44,7 +45,11 @@ def run(arguments):
     check_variant(launch, library_dir)
     source_dir = Path(arguments.taot_source).resolve() if arguments.taot_source else default_source_dir()
     out = Path(arguments.output)
-    with OutputLock(out, wait=not arguments.no_wait, notice=lambda line: print(line, file=sys.stderr, flush=True)):
+    def notice(line):
+        if not arguments.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    with OutputLock(out, wait=not arguments.no_wait, notice=notice):
         return _write_program(recording, launch, library_dir, source_dir, out)
 
 
