@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -226,7 +227,7 @@ def test_no_wait_fails_naming_the_build_that_holds_the_folder(project, taot_bin,
 
 def test_taot_gen_holds_the_folder_as_builds_do(project, taot_bin, run_taot):
     """gen writes a folder too: into one a build holds, it waits (or with --no-wait fails naming the
-    build); the gen that build, from-ir and import-cache run is told they hold it."""
+    build)."""
     assert run_taot("build", "scale.toml", "-o", "ref", cwd=project).returncode == 0
     first = start(taot_bin, "build", "scale.toml", "-o", "out", "-j", "1", cwd=project)
     wait_until(lambda: holds_lock(project / "out"), first, "the build takes the lock")
@@ -245,6 +246,35 @@ def test_taot_gen_holds_the_folder_as_builds_do(project, taot_bin, run_taot):
     code, _, err = finish(waiting)
     assert code == 0 and f"waiting for pid {first.pid} on " in err, err
     assert (project / "out" / ".taot.lock").read_text() == ""  # released: names no holder
+
+
+def test_taot_gen_locks_its_folder_before_reading_the_manifest_there(project, taot_bin, run_taot):
+    """gen of out/manifest.json into out while another command holds out (and is writing that manifest)
+    waits for it before reading: neither a half-written manifest nor the one it replaces is read. The
+    parent's word that it holds the folder ($TAOT_HELD_LOCK, as build, from-ir and import-cache give
+    it) counts only from the process its lock file names."""
+    from taot.compile.output_lock import HELD_BY_PARENT, OutputLock
+    assert run_taot("build", "scale.toml", "-o", "out", cwd=project).returncode == 0
+    manifest = project / "out" / "manifest.json"
+    whole = manifest.read_text()
+    gen = [str(taot_bin), "gen", "out/manifest.json", "-o", "out", "--no-wait"]
+    told = dict(os.environ, **{HELD_BY_PARENT: str(project / "out" / ".taot.lock")})
+    with OutputLock(project / "out"):
+        manifest.write_text(whole[: len(whole) // 2])  # as a build writing it
+        refused = run_taot(*gen[1:], cwd=project)
+        inherited = subprocess.run(["sh", "-c", shlex.join(gen)], env=told, cwd=project, capture_output=True, text=True)
+        manifest.write_text(whole)
+        by_the_holder = subprocess.run(gen, env=told, cwd=project, capture_output=True, text=True)
+        manifest.write_text(whole[: len(whole) // 2])
+        waiting = start(taot_bin, "gen", "out/manifest.json", "-o", "out", cwd=project)
+        wait_until(lambda: "waiting for" in Path(waiting.outputs[1].name).read_text(), waiting, "gen waits")
+        manifest.write_text(whole)
+    busy = f"error: out is being built by pid {os.getpid()} on "
+    assert refused.returncode == 1 and refused.stderr.startswith(busy), refused.stderr
+    assert inherited.returncode == 1 and inherited.stderr.startswith(busy), inherited.stderr  # sh is gen's parent
+    assert by_the_holder.returncode == 0, by_the_holder.stderr
+    code, _, err = finish(waiting)
+    assert code == 0 and f"waiting for pid {os.getpid()} on " in err, err
 
 
 def test_a_killed_build_leaves_no_lock_and_a_tree_the_next_build_finishes(project, taot_bin, run_taot):

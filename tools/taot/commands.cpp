@@ -11,9 +11,32 @@ int report_error(std::string_view message) {
 }
 
 int report_usage_error(std::string_view command, std::string_view message) {
-  fmt::print(stderr, "taot {}: error: {}\n", command, message);
+  fmt::print(stderr, "taot {}: error: {}\n(`taot {} --help` lists its options)\n", command, message, command);
   return 2;
 }
+
+namespace {
+std::string recorded_invocation;
+
+// `argument` as a POSIX shell reads it back: bare when it holds only safe characters, else quoted.
+std::string shell_quoted(std::string_view argument) {
+  constexpr std::string_view kSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-";
+  if (!argument.empty() && argument.find_first_not_of(kSafe) == std::string_view::npos) return std::string(argument);
+  std::string quoted = "'";
+  for (char c : argument) quoted += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
+  return quoted + "'";
+}
+}  // namespace
+
+void record_invocation(int argc, char** argv) {
+  recorded_invocation.clear();
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) recorded_invocation += ' ';
+    recorded_invocation += shell_quoted(argv[i]);
+  }
+}
+
+const std::string& invocation() { return recorded_invocation; }
 
 namespace {
 

@@ -25,7 +25,13 @@ using Runner = std::function<int()>;
 // document whose schema comes first (workbench::json_document in taot/workbench/report.h); `-q`
 // silences the progress on stderr. Each returns the exit code.
 int report_error(std::string_view message);
+// Also says where the command's options are listed.
 int report_usage_error(std::string_view command, std::string_view message);
+
+// This process's command line as typed (shell-quoted where needed), for what a lock's holder line
+// says is running; main() records it before parsing.
+void record_invocation(int argc, char** argv);
+const std::string& invocation();
 
 struct Command {
   const char* name;

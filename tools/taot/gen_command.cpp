@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,19 @@ struct GenOptions {
 };
 
 int run_gen(const GenOptions& options) {
+  // The folder is locked before anything is read from it: a build writing its manifest there is
+  // waited for, not read half-written or overwritten afterwards from the manifest it replaced.
+  std::optional<OutputLock> lock;
+  if (!options.plan) {
+    auto acquired = OutputLock::acquire(
+        options.output, !options.no_wait,
+        [&](std::string_view notice) {
+          if (!options.quiet) fmt::print(stderr, "{}\n", notice);
+        },
+        invocation());
+    if (!acquired.ok()) return report_error(acquired.status().message());
+    lock.emplace(std::move(acquired).value());
+  }
   codegen::ReadOptions read_options;
   read_options.plan = options.plan;
   codegen::Expected<codegen::Manifest> manifest = codegen::read_manifest(options.manifest, read_options);
@@ -42,13 +56,6 @@ int run_gen(const GenOptions& options) {
     return report_error(tuning_files.status().message());
   }
   if (options.plan) return 0;
-  auto lock = OutputLock::acquire(
-      options.output, !options.no_wait,
-      [&](std::string_view notice) {
-        if (!options.quiet) fmt::print(stderr, "{}\n", notice);
-      },
-      fmt::format("taot gen {} -o {}", options.manifest, options.output));
-  if (!lock.ok()) return report_error(lock.status().message());
   codegen::GenerateOptions generate_options;
   generate_options.output_dir = options.output;
   generate_options.python = options.python;

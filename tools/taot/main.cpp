@@ -27,6 +27,7 @@ bool is_unknown_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  taot::tool::record_invocation(argc, argv);
   CLI::App app{"taot: Triton kernels to self-contained C++ libraries, and the workbench of their authors"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "taot " TAOT_VERSION);
@@ -52,10 +53,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     // --help and --version exit 0. A usage error exits 2 and, within a command, reads as the front
     // end's do: "taot COMMAND: error: ..." (docs/workbench.md, "Every command").
-    if (error.get_exit_code() == 0 || argc < 2 || argv[1][0] == '-') return app.exit(error) == 0 ? 0 : 2;
-    taot::tool::report_usage_error(argv[1], error.what());
-    fmt::print(stderr, "(`taot {} --help` lists its options)\n", argv[1]);
-    return 2;
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    if (error.get_exit_code() == 0 || parsed.empty()) return app.exit(error) == 0 ? 0 : 2;
+    return taot::tool::report_usage_error(parsed.front()->get_name(), error.what());
   }
   return chosen ? chosen() : 2;
 }

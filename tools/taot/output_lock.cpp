@@ -1,3 +1,4 @@
+// The output folder's lock: flock, the holder line, the parent's word (output_lock.h).
 #include "output_lock.h"
 
 #include <fcntl.h>
@@ -23,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Whether $TAOT_HELD_LOCK names this lock file (the same file, however spelled).
-bool held_by_parent(const fs::path& lock_file) {
+bool parent_says_it_holds(const fs::path& lock_file) {
   const char* held = std::getenv(kHeldLockVariable);
   if (held == nullptr || *held == '\0') return false;
   std::error_code error;
@@ -67,7 +68,6 @@ codegen::Expected<OutputLock> OutputLock::acquire(const fs::path& folder, bool w
   fs::create_directories(folder, error);
   if (error) return codegen::input_error(fmt::format("{}: cannot create the folder: {}", folder.string(), error.message()));
   const fs::path lock_file = folder / kLockFileName;
-  if (held_by_parent(lock_file)) return OutputLock(-1);
   int descriptor = open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (descriptor < 0) {
     return codegen::input_error(fmt::format("{}: cannot open the lock file: {}", lock_file.string(), std::strerror(errno)));
@@ -82,6 +82,11 @@ codegen::Expected<OutputLock> OutputLock::acquire(const fs::path& folder, bool w
       return codegen::input_error(fmt::format("{}: cannot lock: {}", lock_file.string(), std::strerror(errno)));
     }
     const std::string holder = holder_of(lock_file);
+    // Held, and by the parent that says so (its line names its pid): the folder is already ours. A
+    // word inherited from further up, or left in the environment, does not count.
+    if (parent_says_it_holds(lock_file) && holder.starts_with(fmt::format("pid {} ", getppid()))) {
+      return OutputLock(-1);
+    }
     if (!wait) {
       return codegen::input_error(
           fmt::format("{} is being built by {}; wait for it or drop --no-wait", folder.string(), holder));

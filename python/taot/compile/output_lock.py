@@ -56,7 +56,7 @@ class OutputLock:
         except OSError as error:
             if error.errno in (errno.ENOLCK, errno.EOPNOTSUPP):
                 if self.notice is not None:
-                    self.notice(f"cannot lock {self.path} ({error.strerror}); building without the lock")
+                    self.notice(f"cannot lock {self.path} ({error.strerror}); writing without the lock")
                 return False
             if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
@@ -77,11 +77,15 @@ class OutputLock:
 
 
 def _held_by_parent(path):
+    """Whether $TAOT_HELD_LOCK names `path` and its holder line names this process or its parent (a
+    word inherited from further up, or left in the environment, does not count)."""
     held = os.environ.get(HELD_BY_PARENT)
     try:
-        return bool(held) and os.path.samefile(held, path)
+        if not held or not os.path.samefile(held, path):
+            return False
     except OSError:
         return False
+    return holder_of(path).startswith((f"pid {os.getpid()} ", f"pid {os.getppid()} "))
 
 
 def holder_of(path):
