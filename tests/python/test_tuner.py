@@ -283,8 +283,10 @@ def test_gpu_list_errors_name_the_value_and_what_the_driver_sees(text, count, me
 
 
 def test_usage_errors(world):
-    result = tune(world, "--prune-ratio", "0.5")
-    assert result.returncode == 2 and "--prune-ratio 0.5" in result.stderr
+    for option, value in (("--prune-ratio", "0.5"), ("--prune-ratio", "inf"), ("--prune-ratio", "nan"),
+                          ("--rep-ms", "inf"), ("--quick-ms", "nan")):
+        result = tune(world, option, value)
+        assert result.returncode == 2 and f"{option} {value}" in result.stderr, (option, value, result.stderr)
     result = tune(world, "--gpus", "x")
     assert result.returncode == 1 and "--gpus x" in result.stderr
     result = tune(world, "--kernel", "nope")
@@ -404,13 +406,28 @@ def test_each_gpus_leaders_are_compared_and_medians_of_two_gpus_are_not(tmp_path
 
 
 def test_a_chunk_is_pruned_against_the_best_of_its_own_gpu(tmp_path, monkeypatch):
-    """Later chunks carry the best their GPU timed itself (GPU 1's medians are all 8% above GPU 0's)."""
+    """A GPU's later chunks carry the best of what that GPU timed before (GPU 1's medians are all 8%
+    above GPU 0's)."""
     from taot.measure import tuner
     monkeypatch.setattr(tuner, "CHUNK", 5)
     journal = run_scripted(tmp_path, monkeypatch, worker=CrowdedWorker)
-    medians = {}
-    for result in journal.tasks[0]["results"].values():
-        medians.setdefault(result["gpu"], set()).add(result["median_ms"])
-    bests = [(gpu, request["best"]) for gpu, request in ScriptedWorker.sent if "measure" in request]
-    assert bests[:2] == [(0, None), (1, None)] and {gpu for gpu, _ in bests[2:]} == {0, 1}
-    assert all(best in medians[gpu] for gpu, best in bests[2:])
+    measures = [(gpu, request) for gpu, request in ScriptedWorker.sent if "measure" in request]
+    assert [(gpu, request["best"]) for gpu, request in measures[:2]] == [(0, None), (1, None)]  # sent at once
+    results = journal.tasks[0]["results"]
+    timed = {gpu: [results[c]["median_ms"] for c in request["candidates"]] for gpu, request in measures[:2]}
+    for gpu, request in measures[2:]:  # a GPU is sent its next chunk once its last one's results are in
+        assert request["best"] == min(timed[gpu]), (gpu, request)
+        timed[gpu] += [results[c]["median_ms"] for c in request["candidates"]]
+    assert {gpu for gpu, request in measures[2:]} == {0, 1}
+
+
+def test_leaders_come_from_every_gpu_in_a_fixed_order_and_a_gpu_without_fast_ones_gives_none(tmp_path, monkeypatch):
+    """GPU 1's chunk holds only configs 2x the best: it timed none of the leading candidates."""
+    journal = run_scripted(tmp_path, monkeypatch, worker=SlowChunkWorker)
+    (final,) = [request for _, request in ScriptedWorker.sent if "final" in request]
+    assert final["leaders"] == ["c0", "c1", "c2"] and journal.tasks[0]["chosen"] == "c0"
+
+
+class SlowChunkWorker(ScriptedWorker):
+    SPEED = {0: 1.0, 1: 1.0}
+    TRUE_MS = {"c0": 1.0, "c1": 1.01, "c2": 1.02, "c3": 2.0, "c4": 2.01, "c5": 2.02}

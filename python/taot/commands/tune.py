@@ -1,6 +1,7 @@
 # `taot tune LIBRARY --bench FILE --kernel K`: per value of the kernel's tuning key (the bench file's
 # tune shapes), time every compiled config that accepts the arguments, after a correctness gate, on
 # every GPU given (one worker process each); write taot's tuned table and vLLM's JSON. Resumable.
+import math
 import os
 import sys
 import time
@@ -66,9 +67,9 @@ def argparse_suppress():
 def check(parser, arguments):
     for option in ("candidate_timeout", "warmup_ms", "rep_ms", "quick_ms"):
         value = getattr(arguments, option)
-        if not value > 0:
+        if not (value > 0 and math.isfinite(value)):
             parser.error(f"--{option.replace('_', '-')} {value}: expected a positive number")
-    if arguments.prune_ratio != 0 and arguments.prune_ratio < 1:
+    if not math.isfinite(arguments.prune_ratio) or (arguments.prune_ratio != 0 and arguments.prune_ratio < 1):
         parser.error(f"--prune-ratio {arguments.prune_ratio}: expected 1 or more (0: no pruning)")
     if arguments.resume and arguments.restart:
         parser.error("--resume and --restart: give one")

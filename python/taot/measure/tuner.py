@@ -90,8 +90,11 @@ class RealBackend:
             candidate = Candidate(variant["id"], _plain(config), variant["index"])
             (filtered if self._too_big(variant) else accepted).append(candidate)
         args, _, _ = self.cache.entry(shape, accepted[0].config if accepted else {})
-        key = [_plain(args[p]) for p in self.key_positions]
-        return key, accepted, filtered
+        return self.key_of(args), accepted, filtered
+
+    def key_of(self, args):
+        """The tuning key's values in `args` (a call's positional arguments) as tables record them."""
+        return [_plain(args[p]) for p in self.key_positions]
 
     def _too_big(self, variant):
         return self.shared_limit is not None and any(image["shared"] > self.shared_limit for image in variant["images"])
@@ -347,10 +350,12 @@ class _Worker:
 # A key's candidates are spread over every worker in chunks; once all are measured, its leaders are
 # timed again together on the first GPU in FINAL_ROUNDS interleaved rounds, and the fastest there is the
 # key's choice. GPUs of one kind differ in speed by a few per cent, so medians of two GPUs are never
-# compared: each GPU's leaders are its candidates within LEADER_SPAN of its own best (and a chunk is
-# pruned against the best of its own GPU), taken from each GPU in turn, best first, MAX_LEADERS in all.
+# compared closely: each GPU's leaders are its candidates within LEADER_SPAN of its own best (and a
+# chunk is pruned against the best of its own GPU), taken from each GPU in turn, best first,
+# MAX_LEADERS in all (or one per GPU).
 # So the choice does not depend on which GPU timed which candidate first.
 LEADER_SPAN = 1.05
+OTHER_GPU_SPAN = 1.15  # well past the few per cent GPUs of one kind differ by
 MAX_LEADERS = 8
 FINAL_ROUNDS = 5
 CHUNK = 32              # candidates per measure unit at most (fewer when a key has few per worker)
@@ -499,11 +504,16 @@ class Coordinator:
 
     def _leaders(self, task):
         """Each GPU's candidates within LEADER_SPAN of that GPU's best, taken from the GPUs in turn (each
-        one's best, then each one's second, ...), at most MAX_LEADERS."""
+        one's best, then each one's second, ...; GPUs in a fixed order), at most MAX_LEADERS or one per
+        GPU. A GPU whose best is more than OTHER_GPU_SPAN x another GPU's timed none of the leading
+        candidates (its chunks held slow ones) and gives none."""
+        per_gpu = self._timed_per_gpu(task)
+        fastest = min((timed[0]["median_ms"] for timed in per_gpu.values()), default=None)
         ranked = [[r["result"] for r in timed if r["median_ms"] <= timed[0]["median_ms"] * LEADER_SPAN]
-                  for timed in self._timed_per_gpu(task).values()]
+                  for gpu, timed in sorted(per_gpu.items(), key=lambda item: str(item[0]))
+                  if timed[0]["median_ms"] <= fastest * OTHER_GPU_SPAN]
         in_turn = [ids[rank] for rank in range(max(map(len, ranked), default=0)) for ids in ranked if rank < len(ids)]
-        return in_turn[:MAX_LEADERS]
+        return in_turn[:max(MAX_LEADERS, len(ranked))]
 
     def _assign(self, worker):
         worker.unit = self._next_unit(worker)
