@@ -24,16 +24,16 @@ def main(argv=None):
     try:
         table = json.loads(Path(args.table).read_text())
         tuned = {tuple(entry["key"]): entry["measured"]["variant"] for entry in table["entries"]}
-    except (OSError, ValueError, KeyError) as error:
-        print(f"error: {args.table}: {error}", file=sys.stderr)
+        settings = {"library": str(Path(args.library).resolve()), "module_dir": args.module_dir,
+                    "kernel": table["kernel"], "bench": str(Path(args.bench).resolve()), "key": table["key"]}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(f"error: {args.table}: not a taot tuned table ({type(error).__name__}: {error})", file=sys.stderr)
         return 2
 
     from taot.measure.bench import ArgumentCache
     from taot.measure.calls import compare_outputs
     from taot.measure.tuner import RealBackend
 
-    settings = {"library": str(Path(args.library).resolve()), "module_dir": args.module_dir,
-                "kernel": table["kernel"], "bench": str(Path(args.bench).resolve()), "key": table["key"]}
     backend = RealBackend(settings)
     ids = [variant["id"] for variant in backend.variants]
     right = 0
@@ -42,8 +42,7 @@ def main(argv=None):
         chosen = backend.choose(shape)  # the automatic choice, nothing loaded
         cache = ArgumentCache(backend.kernel_bench, backend.info, backend.device)
         call_args, guard, expected = cache.entry(shape, backend.variants[ids.index(chosen)]["config"])
-        key = tuple(call_args[backend.info.parameters.index(name)] for name in table["key"])
-        key = tuple(value.item() if hasattr(value, "item") else value for value in key)
+        key = tuple(backend.key_of(call_args))
         guard.restore()
         backend.kernel(*call_args)  # automatic, as an application calls it
         backend.torch.cuda.synchronize()

@@ -229,6 +229,7 @@ command_measure() {
         echo "tune wall time, every call: $(paste -sd, "$full/wall_ms") ms"
         cp -r "$full" "$logs/tune_full"
         [ -f "$full/fused_moe_kernel.json" ] || continue  # stopped before its end: a later call resumes
+        # (baked into the build's own folder, which a later call's build regenerates without the table)
         step "figure: the full vLLM grid, its table baked into the library, called automatically"
         TAIL=3 run tune_full_bake "$TAOT_BIN" build bench/specs/fused_moe_tune_full.py -o "$(dirname "$library")" --python \
           --quiet --tuning "fused_moe_kernel=$full/fused_moe_kernel.json" \

@@ -104,15 +104,22 @@ def test_a_consistent_recording_is_written_without_building_anything(run_taot, t
 
 def test_an_output_folder_another_command_holds_is_waited_for_or_named(run_taot, tmp_path):
     """repro writes OUT under its lock, as every command that writes a folder: with --no-wait a held
-    folder is an error naming the holder; -q keeps the wait's note off stderr."""
+    folder is an error naming the holder; otherwise it waits, saying so unless -q."""
+    import threading
     from taot.compile.output_lock import OutputLock
     out, library = tmp_path / "out", fake_library(tmp_path / "lib")
+    recorded = recording(tmp_path / "recorded")
     with OutputLock(out):
-        busy = run_taot("repro", recording(tmp_path / "recorded"), "-o", out, "--library", library, "--no-wait")
+        busy = run_taot("repro", recorded, "-o", out, "--library", library, "--no-wait")
     assert busy.returncode == 1
     assert busy.stderr.startswith(f"error: {out} is being built by pid {os.getpid()} on "), busy.stderr
-    quiet = run_taot("repro", tmp_path / "recorded", "-o", out, "--library", library, "-q")
-    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    for quiet, said in ((["-q"], False), ([], True)):
+        lock = OutputLock(out).__enter__()
+        threading.Timer(1.0, lock.__exit__, (None, None, None)).start()  # released while repro waits
+        waited = run_taot("repro", recorded, "-o", out, "--library", library, *quiet)
+        assert waited.returncode == 0, waited.stderr
+        assert (f"waiting for pid {os.getpid()} on " in waited.stderr) == said, waited.stderr
+        assert said or waited.stderr == ""
 
 
 def pointer(name, buffer, offset):
