@@ -3,9 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -31,18 +33,26 @@ struct GenOptions {
 
 int run_gen(const GenOptions& options) {
   // The folder is locked before anything is read from it: a build writing its manifest there is
-  // waited for, not read half-written or overwritten afterwards from the manifest it replaced.
+  // waited for, not read half-written, nor overwritten afterwards from the manifest it replaced. A
+  // folder that does not exist yet holds no input: the inputs are checked first, so that a refusal
+  // leaves nothing behind, and the folder is made and locked after.
   std::optional<OutputLock> lock;
-  if (!options.plan) {
+  auto take_lock = [&]() -> bool {
     auto acquired = OutputLock::acquire(
         options.output, !options.no_wait,
         [&](std::string_view notice) {
           if (!options.quiet) fmt::print(stderr, "{}\n", notice);
         },
         invocation());
-    if (!acquired.ok()) return report_error(acquired.status().message());
+    if (!acquired.ok()) {
+      report_error(acquired.status().message());
+      return false;
+    }
     lock.emplace(std::move(acquired).value());
-  }
+    return true;
+  };
+  std::error_code no_folder;
+  if (!options.plan && std::filesystem::exists(options.output, no_folder) && !take_lock()) return 1;
   codegen::ReadOptions read_options;
   read_options.plan = options.plan;
   codegen::Expected<codegen::Manifest> manifest = codegen::read_manifest(options.manifest, read_options);
@@ -56,6 +66,7 @@ int run_gen(const GenOptions& options) {
     return report_error(tuning_files.status().message());
   }
   if (options.plan) return 0;
+  if (!lock && !take_lock()) return 1;
   codegen::GenerateOptions generate_options;
   generate_options.output_dir = options.output;
   generate_options.python = options.python;
