@@ -345,14 +345,15 @@ class ScriptedWorker:
         pass
 
 
-def run_scripted(tmp_path, monkeypatch, resume=False, worker=ScriptedWorker):
+def run_scripted(tmp_path, monkeypatch, resume=False, worker=ScriptedWorker, shapes=({"M": 1},), said=None):
     from taot.measure import tuner
     monkeypatch.setattr(tuner, "_Worker", worker)
     ScriptedWorker.sent = []
     header = {"schema": tuner.JOURNAL_SCHEMA, "library": "fakelib", "kernel": "moe", "key": ["M"],
-              "shapes": [{"M": 1}]}
+              "shapes": list(shapes)}
     journal = tuner.Journal(tmp_path / "moe.journal.jsonl", header, resume)
-    coordinator = tuner.Coordinator({}, [{"M": 1}], journal, tuner.TuneOptions([0, 1], 60.0), lambda line: None)
+    say = (lambda line: None) if said is None else said.append
+    coordinator = tuner.Coordinator({}, list(shapes), journal, tuner.TuneOptions([0, 1], 60.0), say)
     coordinator.run()
     journal.close()
     # Nothing left looking busy: a worker still "running" a leader would be killed as hung once idle.
@@ -371,7 +372,7 @@ def test_a_keys_leaders_are_compared_again_on_one_gpu(tmp_path, monkeypatch):
     assert min((r for r in state["results"].values()), key=lambda r: r["median_ms"])["result"] == "c1"
     finals = [(gpu, request) for gpu, request in ScriptedWorker.sent if "final" in request]
     assert len(finals) == 1 and sorted(finals[0][1]["leaders"]) == ["c0", "c1"]  # c2 is 1.5x: not a leader
-    assert finals[0][0] == 0  # on the first GPU, whichever worker was free
+    assert finals[0][0] == 0  # on the GPU that listed the key
     assert state["chosen"] == "c0" and best_result(state)["result"] == "c0" and state["done"]
 
 
@@ -431,3 +432,59 @@ def test_leaders_come_from_every_gpu_in_a_fixed_order_and_a_gpu_without_fast_one
 class SlowChunkWorker(ScriptedWorker):
     SPEED = {0: 1.0, 1: 1.0}
     TRUE_MS = {"c0": 1.0, "c1": 1.01, "c2": 1.02, "c3": 2.0, "c4": 2.01, "c5": 2.02}
+
+
+def test_each_worker_measures_keys_of_its_own_and_compares_their_leaders_itself(tmp_path, monkeypatch):
+    """Four keys on two GPUs: each GPU lists a key and measures it alone while keys nobody has listed
+    are left, so that a key's arguments are made on one GPU; its final comparison runs on that GPU."""
+    from taot.measure import tuner
+    monkeypatch.setattr(tuner, "CHUNK", 2)
+    said = []
+    journal = run_scripted(tmp_path, monkeypatch, shapes=[{"M": m} for m in (1, 2, 3, 4)], said=said)
+    home = {request["begin"]: gpu for gpu, request in ScriptedWorker.sent if "begin" in request}
+    assert sorted(home) == [0, 1, 2, 3] and set(home.values()) == {0, 1}
+    for gpu, request in ScriptedWorker.sent:
+        task = next(request[kind] for kind in ("begin", "measure", "final") if kind in request)
+        if "measure" in request and task < 2:  # keys listed while others were left: measured at home
+            assert gpu == home[task], (gpu, request)
+        if "final" in request:
+            assert gpu == home[task], (gpu, request)
+    assert all(journal.tasks[task]["chosen"] == "c0" for task in range(4))
+    usage = [line for line in said if re.match(r"GPU \d: \d+ candidates, \d+ final comparisons; busy", line)]
+    assert len(usage) == 2
+    assert sum(int(line.split()[2]) for line in usage) == 4 * len(ScriptedWorker.TRUE_MS)
+
+
+def test_a_worker_with_no_key_left_to_list_shares_the_key_with_the_most_left(tmp_path, monkeypatch):
+    from taot.measure import tuner
+    monkeypatch.setattr(tuner, "CHUNK", 2)
+    journal = run_scripted(tmp_path, monkeypatch, shapes=[{"M": 1}])
+    chunks = [(gpu, request["candidates"]) for gpu, request in ScriptedWorker.sent if "measure" in request]
+    assert {gpu for gpu, _ in chunks} == {0, 1}  # one key: both GPUs measure it
+    measured = [c for _, chunk in chunks for c in chunk]
+    assert sorted(measured) == sorted(ScriptedWorker.TRUE_MS)  # each candidate once
+    assert journal.tasks[0]["chosen"] == "c0"
+
+
+class _Recorded:
+    """Stands in for RealBackend._begin: counts the shapes it is asked to enter."""
+
+    def __init__(self):
+        self.entered = []
+
+    def __call__(self, shape):
+        self.entered.append(shape)
+        return f"cache {shape}", ([shape], [], [])
+
+
+def test_the_backend_keeps_the_shapes_it_entered_last():
+    """A worker going back to a key (its final comparison after starting the next key) does not make
+    its arguments and reference again; the oldest of more than KEPT_SHAPES is dropped."""
+    from taot.measure.tuner import KEPT_SHAPES, RealBackend
+    backend = object.__new__(RealBackend)  # no torch, no GPU: only the bookkeeping of begin()
+    backend.kept, backend._begin = {}, _Recorded()
+    assert KEPT_SHAPES == 2
+    for shape in ("a", "b", "a", "b", "c", "b", "a"):
+        assert backend.begin(shape) == ([shape], [], []) and backend.cache == f"cache {shape}"
+        assert backend.shape == shape
+    assert backend._begin.entered == ["a", "b", "c", "a"]  # "a" dropped when "c" came; "b" kept

@@ -89,15 +89,20 @@ class ArgumentCache:
         values = self.dependent_values(config or {})
         key = tuple(sorted(values.items()))
         if key not in self._entries:
-            where = f"{self.kernel_bench.file}: make_args({shape.label})"
-            call = self.kernel_bench.call(shape, self.device, values if self.kernel_bench.args_depend_on else None)
-            args = positional(call, self.info.parameters, where)
+            args = self.arguments(shape, config)
             guard = OutputGuard(args, self.positions)
             expected = self.kernel_bench.expected(Call(*args), self.output_names)
             if len(self._entries) >= 8:  # a few sets at a time: arguments can be large
                 self._entries.clear()
             self._entries[key] = (args, guard, expected)
         return self._entries[key]
+
+    def arguments(self, shape, config=None):
+        """make_args' arguments for `shape` and the dependent fields of `config`, in the kernel's order,
+        made anew and not kept (nothing is launched on them, so no reference is computed)."""
+        values = self.dependent_values(config or {})
+        call = self.kernel_bench.call(shape, self.device, values if self.kernel_bench.args_depend_on else None)
+        return positional(call, self.info.parameters, f"{self.kernel_bench.file}: make_args({shape.label})")
 
     def default_config(self, kernel):
         """The spec's default of every field the arguments depend on, as the variants' configs write

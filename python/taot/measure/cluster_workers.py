@@ -73,19 +73,20 @@ class RayWorker:
                     self.gpu = facts["where"]
                     post({"ready": {"device": facts["device"]}})
                 elif "measure" in request:  # one call per candidate: a crash is the candidate's
-                    best = request.get("best")
+                    best, setup_s = request.get("best"), 0.0
                     for candidate in request["candidates"]:
                         post({"task": request["measure"], "start": candidate})
                         messages = self.ray.get(actor.handle.remote(dict(request, candidates=[candidate], best=best)))
                         for message in messages:
                             if "measured" in message:
+                                setup_s += message.get("setup_s", 0.0)
                                 continue
                             if message.get("status") == "ok":
                                 best = message["median_ms"] if best is None else min(best, message["median_ms"])
                             post(message)
                         if any(message.get("fatal") for message in messages):
                             raise _ContextLost("a fatal driver error")
-                    post({"measured": request["measure"]})
+                    post({"measured": request["measure"], "setup_s": setup_s})
                 elif "quit" not in request:
                     messages = self.ray.get(actor.handle.remote(request))
                     for message in messages:

@@ -12,19 +12,23 @@
 #   {"verify": TABLE_PATH, "tasks": [[TASK, best id], ...]}  or  {"quit": true}
 # The worker answers:
 #   {"ready": {"device": NAME}}                          once, after loading
-#   {"begin": TASK, "key": [...], "candidates": [{"id", "config"}, ...]}, then a result per filtered one
+#   {"begin": TASK, "key": [...], "candidates": [{"id", "config"}, ...], "setup_s": S}, then a result
+#                                                         per filtered one
 #   {"task": TASK, "start": ID}                           before it runs a candidate
 #   {"task": TASK, "result": ID, "status": S, "median_ms": T, "samples": N, "detail": TEXT}
-#   {"measured": TASK}                                    the measure unit is done
-#   {"final": TASK, "times": {id: median ms over the rounds}}
+#   {"measured": TASK, "setup_s": S}                      the measure unit is done
+#   {"final": TASK, "times": {id: median ms over the rounds}, "setup_s": S}
 #   {"verified": [[TASK, chosen id], ...]}
 #   {"error": TEXT}                                       a problem with the task itself (bad make_args)
-# S is one of tuner.STATUSES. Tasks are tuning shapes by index into the bench file's tune shapes.
+# S is one of tuner.STATUSES; setup_s: the seconds the unit spent entering its task (making its shape's
+# arguments and reference; 0 when the backend still held them). Tasks are tuning shapes by index into
+# the bench file's tune shapes.
 import argparse
 import json
 import math
 import signal
 import sys
+import time
 
 from ..errors import TaotError
 from .stats import median
@@ -48,10 +52,13 @@ class Session:
         self.task = None
         self.candidates = {}
         self.filtered = []
+        self.setup_s = 0.0  # of the unit being answered
 
     def _enter(self, task):
         if task != self.task:
+            started = time.perf_counter()
             key, accepted, filtered = self.backend.begin(self.shapes[task])
+            self.setup_s += time.perf_counter() - started
             self.task, self.key, self.filtered = task, key, filtered
             self.candidates = {candidate.id: candidate for candidate in accepted}
 
@@ -59,7 +66,7 @@ class Session:
         self._enter(task)
         listed = list(self.candidates.values()) + self.filtered
         self.emit({"begin": task, "key": list(self.key),
-                   "candidates": [{"id": c.id, "config": c.config} for c in listed]})
+                   "candidates": [{"id": c.id, "config": c.config} for c in listed], "setup_s": self.setup_s})
         for candidate, reason in zip(self.filtered, self.backend.filter_reasons(self.filtered)):
             if candidate.id not in skip:
                 self.emit({"task": task, "result": candidate.id, "status": "filtered", "detail": reason})
@@ -81,11 +88,12 @@ class Session:
             if outcome["status"] == "ok":
                 best = min(best, outcome["median_ms"])
             self.emit({"task": task, "result": candidate.id, **outcome})
-        self.emit({"measured": task})
+        self.emit({"measured": task, "setup_s": self.setup_s})
 
     def answer(self, request):
         """Answers one request (not quit) with its messages; False when the CUDA context was lost (the
         error is said, and the worker must end), True otherwise."""
+        self.setup_s = 0.0
         try:
             if "verify" in request:
                 try:
@@ -117,7 +125,8 @@ class Session:
                 self.emit({"task": task, "start": candidate_id})
                 medians[candidate_id].append(median(self.backend.time(self.candidates[candidate_id],
                                                                       self.screening.full)))
-        self.emit({"final": task, "times": {candidate_id: median(times) for candidate_id, times in medians.items()}})
+        self.emit({"final": task, "times": {candidate_id: median(times) for candidate_id, times in medians.items()},
+                   "setup_s": self.setup_s})
 
 
 def _measure(backend, candidate, screening, best):

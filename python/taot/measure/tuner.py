@@ -73,8 +73,23 @@ class RealBackend:
         properties = torch.cuda.get_device_properties(self.device)
         self.shared_limit = getattr(properties, "shared_memory_per_block_optin", None)
         self.cache = None
+        self.kept = {}  # shape -> (its ArgumentCache, begin's answer), the KEPT_SHAPES entered last
 
     def begin(self, shape):
+        """(key, accepted, filtered) for `shape`, whose arguments and reference the later calls use. The
+        last KEPT_SHAPES shapes are kept: a worker goes back to a key for its final comparison after
+        starting the next one, and making a big shape's arguments and reference costs seconds."""
+        if shape in self.kept:
+            self.kept[shape] = self.kept.pop(shape)  # the most recent last
+        else:
+            while len(self.kept) >= KEPT_SHAPES:
+                del self.kept[next(iter(self.kept))]
+            self.cache, self.shape = None, None  # (the dropped shape's tensors go before the new ones come)
+            self.kept[shape] = self._begin(shape)
+        (self.cache, answer), self.shape = self.kept[shape], shape
+        return answer
+
+    def _begin(self, shape):
         from .bench import ArgumentCache
 
         self.cache = ArgumentCache(self.kernel_bench, self.info, self.device)
@@ -90,7 +105,7 @@ class RealBackend:
             candidate = Candidate(variant["id"], _plain(config), variant["index"])
             (filtered if self._too_big(variant) else accepted).append(candidate)
         args, _, _ = self.cache.entry(shape, accepted[0].config if accepted else {})
-        return self.key_of(args), accepted, filtered
+        return self.cache, (self.key_of(args), accepted, filtered)
 
     def key_of(self, args):
         """The tuning key's values in `args` (a call's positional arguments) as tables record them."""
@@ -133,12 +148,13 @@ class RealBackend:
 
         cache = ArgumentCache(self.kernel_bench, self.info, self.device)
         config = cache.default_config(self.kernel) if self.kernel_bench.args_depend_on else None
-        args, _, _ = cache.entry(shape, config)
-        index, _ = self.kernel.choose(*args)
+        index, _ = self.kernel.choose(*cache.arguments(shape, config))
         if self.kernel_bench.args_depend_on:  # the chosen config's arguments may choose differently
-            args, _, _ = cache.entry(shape, self.variants[index]["config"])
-            index, _ = self.kernel.choose(*args)
+            index, _ = self.kernel.choose(*cache.arguments(shape, self.variants[index]["config"]))
         return self.variants[index]["id"]
+
+
+KEPT_SHAPES = 2  # shapes a RealBackend keeps entered (their arguments and the reference's outputs)
 
 
 def _plain(value):
@@ -347,13 +363,14 @@ class _Worker:
             self.kill()
 
 
-# A key's candidates are spread over every worker in chunks; once all are measured, its leaders are
-# timed again together on the first GPU in FINAL_ROUNDS interleaved rounds, and the fastest there is the
-# key's choice. GPUs of one kind differ in speed by a few per cent, so medians of two GPUs are never
-# compared closely: each GPU's leaders are its candidates within LEADER_SPAN of its own best (and a
-# chunk is pruned against the best of its own GPU), taken from each GPU in turn, best first,
-# MAX_LEADERS in all (or one per GPU).
-# So the choice does not depend on which GPU timed which candidate first.
+# Each worker lists a key of its own and measures its candidates in chunks; a worker with no key left
+# to list shares the key with the most candidates left. Keeping a key on one worker saves making its
+# arguments and reference on every GPU, and a key's candidates timed on one GPU compare exactly.
+# Once all are measured, the key's leaders are timed again together in FINAL_ROUNDS interleaved rounds
+# on the GPU that listed it (its home), and the fastest there is the key's choice. GPUs of one kind
+# differ in speed by a few per cent, so the medians of two GPUs are not compared closely: each GPU's
+# leaders are its candidates within LEADER_SPAN of its own best (and a chunk is pruned against the best
+# of its own GPU), taken from each GPU in turn, best first, MAX_LEADERS in all (or one per GPU).
 LEADER_SPAN = 1.05
 OTHER_GPU_SPAN = 1.15  # well past the few per cent GPUs of one kind differ by
 MAX_LEADERS = 8
@@ -371,6 +388,16 @@ class _Plan:
     sent: set = dataclasses.field(default_factory=set)
     begin_sent: bool = False
     final_sent: bool = False
+    home: object = None  # the worker that listed it, which runs its final comparison (None: any)
+
+
+@dataclasses.dataclass
+class _Usage:
+    """What one worker did in this run, for the closing summary."""
+    candidates: int = 0
+    finals: int = 0
+    busy_s: float = 0.0   # from sending a unit to its last answer
+    setup_s: float = 0.0  # of which entering keys (making their arguments and references)
 
 
 class Coordinator:
@@ -388,20 +415,32 @@ class Coordinator:
         self.device = options.device
         self.skipped = set()  # workers on another device, when options.other_devices is "skip"
         self.ready = set()    # workers that have said they are ready (and, once, on which device)
-        self.final_worker = None
         self.started = time.monotonic()
         self.measured_now = 0   # candidates measured by this run (not by the run resumed)
         self.last_progress = self.started
         self.failure = None
         self.messages = queue.Queue()  # (worker, process, message) from every worker's reader thread
         self.workers = []
+        self.holding = {}  # worker -> the task its worker process entered last
+        self.usage = {}    # worker -> _Usage
 
     def run(self):
         """Runs the pending tasks. The workers stay up for verify(); close() stops them."""
         self.workers = [self._new_worker(gpu) for gpu in self.options.gpus]
+        self.usage = {worker: _Usage() for worker in self.workers}
         self._loop(self.workers, self.messages)
         if self.failure:
             raise TaotError(self.failure)
+        self._say_usage()
+
+    def _say_usage(self):
+        elapsed = time.monotonic() - self.started
+        for worker in self.workers:
+            use = self.usage[worker]
+            if worker not in self.skipped:
+                self.say(f"GPU {worker.gpu}: {use.candidates} candidates, {use.finals} final comparisons; busy "
+                         f"{use.busy_s:.1f} s of {elapsed:.1f} s, {use.setup_s:.1f} s of it making keys' arguments "
+                         f"and references")
 
     def _new_worker(self, gpu):
         return (self.options.worker_factory or _Worker)(gpu, self.settings, self.messages)
@@ -450,41 +489,39 @@ class Coordinator:
     # ---- scheduling ----
 
     def _next_unit(self, worker):
-        """The next unit for a free worker: a key's final comparison (the first GPU's worker runs them
-        all, so that two runs compare leaders on the same GPU: GPUs of one kind rank close configs
-        differently), else a chunk of a listed key's candidates (the earliest key first, so that keys
-        finish in turn), else listing the next key."""
+        """The next unit for a free worker, first of: a final comparison of a key it is home to (or of a
+        key without a home: listed by the run resumed); a chunk of the key it holds; listing a key nobody
+        has listed (it becomes the key's home); a chunk of the key with the most candidates left."""
         for task in list(self.pending):
             plan = self.plans[task]
             if plan.remaining is not None and not plan.remaining and not plan.sent and not plan.final_sent:
                 leaders = self._leaders(task)
                 if len(leaders) <= 1:
                     self._end(task)
-                elif worker is self._final_worker():
-                    plan.final_sent = True
+                elif plan.home in (worker, None):
+                    plan.final_sent, plan.home = True, worker
                     return {"final": task, "leaders": leaders, "rounds": FINAL_ROUNDS}
-        for task in self.pending:
-            plan = self.plans[task]
-            if plan.remaining:
-                free = max(1, sum(1 for worker in self.workers if worker.unit is None))
-                size = max(1, min(CHUNK, -(-len(plan.remaining) // free)))
-                chunk, plan.remaining = plan.remaining[:size], plan.remaining[size:]
-                plan.sent.update(chunk)
-                best = self._best_on(worker.gpu, task)
-                return {"measure": task, "candidates": chunk, "best": best}
+        held = self.holding.get(worker)
+        if held in self.plans and self.plans[held].remaining and held in self.pending:
+            return self._chunk(worker, held)
         for task in self.pending:
             plan = self.plans[task]
             if plan.remaining is None and not plan.begin_sent:
-                plan.begin_sent = True
+                plan.begin_sent, plan.home = True, worker
                 return {"begin": task, "skip": sorted(self.journal.tasks.get(task, {}).get("results", {}))}
-        return None
+        shared = max((task for task in self.pending if self.plans[task].remaining),
+                     key=lambda task: len(self.plans[task].remaining), default=None)
+        return None if shared is None else self._chunk(worker, shared)
 
-    def _final_worker(self):
-        """The worker every final comparison of this run goes to: the first in --gpus order that is on the
-        device tuned (chosen once: a worker restarted after a crash is the same worker)."""
-        if self.final_worker is None or self.final_worker in self.skipped:
-            self.final_worker = next((w for w in self.workers if w not in self.skipped and w in self.ready), None)
-        return self.final_worker
+    def _chunk(self, worker, task):
+        """A measure unit of the task's next candidates: CHUNK at most, and a fair share of what is left
+        among the workers free now."""
+        plan = self.plans[task]
+        free = max(1, sum(1 for other in self.workers if other.unit is None))
+        size = max(1, min(CHUNK, -(-len(plan.remaining) // free)))
+        chunk, plan.remaining = plan.remaining[:size], plan.remaining[size:]
+        plan.sent.update(chunk)
+        return {"measure": task, "candidates": chunk, "best": self._best_on(worker.gpu, task)}
 
     def _timed_per_gpu(self, task):
         """{GPU: the key's candidates timed in full there, fastest first}; results of a journal that did
@@ -518,7 +555,15 @@ class Coordinator:
     def _assign(self, worker):
         worker.unit = self._next_unit(worker)
         if worker.unit is not None:
+            self.holding[worker] = next(worker.unit[kind] for kind in ("begin", "measure", "final") if kind in worker.unit)
+            worker.sent_at = time.monotonic()
             worker.send(worker.unit)
+
+    def _unit_done(self, worker, message):
+        """Accounts a unit's last answer to its worker's usage."""
+        use = self.usage.setdefault(worker, _Usage())
+        use.busy_s += time.monotonic() - worker.sent_at
+        use.setup_s += message.get("setup_s", 0.0)
 
     def _assign_idle(self, workers, ready):
         for worker in workers:
@@ -550,15 +595,21 @@ class Coordinator:
                                     "shape": dict(self.shapes[task]), "candidates": message["candidates"]})
                 results = self.journal.tasks[task]["results"]
                 self.plans[task].remaining = [c["id"] for c in message["candidates"] if c["id"] not in results]
+                self._unit_done(worker, message)
                 worker.unit = worker.running = None  # its filtered results follow, named by task
             elif "start" in message:
                 worker.running, worker.started_at = (message["task"], message["start"]), time.monotonic()
             elif "result" in message:
                 self._record(dict(message, gpu=worker.gpu))
+                if message["status"] != "filtered":
+                    self.usage.setdefault(worker, _Usage()).candidates += 1
                 worker.running = None
             elif "measured" in message:
+                self._unit_done(worker, message)
                 worker.unit = worker.running = None
             elif "final" in message:
+                self._unit_done(worker, message)
+                self.usage[worker].finals += 1
                 self._final(message["final"], message["times"], worker.gpu)
                 worker.unit = worker.running = None  # (its rounds' last start has no result of its own)
             elif "error" in message:
@@ -646,6 +697,7 @@ class Coordinator:
             return
         self.say(f"GPU {worker.gpu}: worker exited (status {code}); restarting it")
         ready.discard(worker)
+        self.holding.pop(worker, None)
         worker.start()
 
     def _check_hangs(self, workers):
