@@ -7,7 +7,8 @@
 #   scripts/gpu.sh bench               benchmarks: build times, launch cost (C++, Python), bandwidth,
 #                                      the MoE layer and the examples against torch and Triton JIT
 #   scripts/gpu.sh measure [FIGURE...] the figures of taot tune and bench: tune, jit, ncu (default:
-#                                      all three), tune-scaling (one GPU, then every GPU; $TUNE_SPEC),
+#                                      all three), tune-scaling (one GPU, then every GPU; $TUNE_SPEC;
+#                                      $TUNE_BEFORE: another tree's tuner beside this one's),
 #                                      tune-full (vLLM's whole grid: build, then a tune that resumes
 #                                      across calls and stops itself after $TUNE_FULL_SECONDS; once done,
 #                                      its table baked in and called automatically), tune-exhaustive
@@ -180,7 +181,7 @@ command_python_before_after() {
 tune_figure() {
   local start
   start=$(milliseconds)
-  TAIL=28 run "$2" python3 -m taot tune "$3" --bench examples/fused_moe/bench_fused_moe.py -o "$logs/$2" --restart \
+  TAIL=34 run "$2" python3 -m taot tune "$3" --bench examples/fused_moe/bench_fused_moe.py -o "$logs/$2" --restart \
     --graph --launches-per-rep 10 --no-flush --gpus "$1"
   echo "$(( $(milliseconds) - start ))" > "$logs/$2.wall_ms"
   echo "taot tune --gpus $1: $(cat "$logs/$2.wall_ms") ms"
@@ -198,15 +199,31 @@ command_measure() {
         tune_figure "${TUNE_GPUS:-all}" tune "$(dirname "$library")" ;;
       tune-scaling)
         # The same search on one GPU, then on every GPU: the wall times, and whether the choices
-        # agree (a choice that differs should be within noise of the other run's best).
+        # agree (a choice that differs should be within noise of the other run's best). With
+        # $TUNE_BEFORE (a tree of another commit, whose python/taot holds its taot._native too), that
+        # tree's tuner runs after each run of this one, on the same library: before and after, side by side.
         step "figure: taot tune of ${TUNE_SPEC:=bench/specs/fused_moe_tune.toml} on one GPU, then on every GPU"
         library=$(modules "$TUNE_SPEC") || { fail "module build"; continue; }
         library=$(dirname "$library")
-        tune_figure 1 tune_one_gpu "$library"
-        tune_figure all tune_every_gpu "$library"
-        python3 bench/tune_agreement.py "$logs/tune_one_gpu" "$logs/tune_every_gpu" --names "one GPU" "every GPU" \
-          --wall-ms "$(cat "$logs/tune_one_gpu.wall_ms")" "$(cat "$logs/tune_every_gpu.wall_ms")" \
-          || fail "tune scaling comparison"
+        local suffixes=("") suffix
+        [ -n "${TUNE_BEFORE:-}" ] && suffixes+=(_before)
+        for gpus in 1 all; do
+          for suffix in "${suffixes[@]}"; do
+            local name=tune_every_gpu$suffix
+            [ "$gpus" = 1 ] && name=tune_one_gpu$suffix
+            if [ -n "$suffix" ]; then
+              PYTHONPATH=$TUNE_BEFORE/python:$PYTHONPATH tune_figure "$gpus" "$name" "$library"
+            else
+              tune_figure "$gpus" "$name" "$library"
+            fi
+          done
+        done
+        for suffix in "${suffixes[@]}"; do
+          echo "--- ${suffix:+$TUNE_BEFORE: }one GPU against every GPU"
+          python3 bench/tune_agreement.py "$logs/tune_one_gpu$suffix" "$logs/tune_every_gpu$suffix" \
+            --names "one GPU" "every GPU" --wall-ms "$(cat "$logs/tune_one_gpu$suffix.wall_ms")" \
+            "$(cat "$logs/tune_every_gpu$suffix.wall_ms")" || fail "tune scaling comparison$suffix"
+        done
         ;;
       tune-full)
         # The whole vLLM grid (1920 configs) at the 18 batch sizes on every GPU: the library's build

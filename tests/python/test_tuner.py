@@ -113,6 +113,17 @@ def test_one_keys_candidates_are_spread_over_every_worker_and_progress_says_time
     assert table["measured"]["prune_ratio"] == 0
 
 
+def test_a_filtered_candidate_has_one_outcome_though_a_chunk_is_sent_before_its_result_arrives(world):
+    """The worker that lists a key is sent its first chunk at once: the begin names the filtered
+    candidates, so that none is sent and reported filtered a second time."""
+    filtered = [[1, "v1"], [16, "v1"], [64, "v2"], [256, "v0"]]
+    result = tune(world, "--gpus", "2", plan_changes={"filtered": filtered})
+    assert result.returncode == 0, result.stderr
+    outcomes = [(entry["task"], entry["result"]) for entry in journal_entries(world[2]) if "result" in entry]
+    assert len(outcomes) == len(set(outcomes)) == 4 * len(CONFIGS)
+    assert sum(1 for entry in journal_entries(world[2]) if entry.get("status") == "filtered") == 4
+
+
 def test_the_vllm_json_is_read_back_by_the_tuning_loader(world):
     result = tune(world)
     assert result.returncode == 0, result.stderr

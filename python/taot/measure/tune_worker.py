@@ -12,8 +12,8 @@
 #   {"verify": TABLE_PATH, "tasks": [[TASK, best id], ...]}  or  {"quit": true}
 # The worker answers:
 #   {"ready": {"device": NAME}}                          once, after loading
-#   {"begin": TASK, "key": [...], "candidates": [{"id", "config"}, ...], "setup_s": S}, then a result
-#                                                         per filtered one
+#   {"begin": TASK, "key": [...], "candidates": [{"id", "config"}, ...], "filtered": [ids], "setup_s": S},
+#                                                         then a result per filtered one (not in skip)
 #   {"task": TASK, "start": ID}                           before it runs a candidate
 #   {"task": TASK, "result": ID, "status": S, "median_ms": T, "samples": N, "detail": TEXT}
 #   {"measured": TASK, "setup_s": S}                      the measure unit is done
@@ -66,7 +66,8 @@ class Session:
         self._enter(task)
         listed = list(self.candidates.values()) + self.filtered
         self.emit({"begin": task, "key": list(self.key),
-                   "candidates": [{"id": c.id, "config": c.config} for c in listed], "setup_s": self.setup_s})
+                   "candidates": [{"id": c.id, "config": c.config} for c in listed],
+                   "filtered": [c.id for c in self.filtered], "setup_s": self.setup_s})
         for candidate, reason in zip(self.filtered, self.backend.filter_reasons(self.filtered)):
             if candidate.id not in skip:
                 self.emit({"task": task, "result": candidate.id, "status": "filtered", "detail": reason})
@@ -76,7 +77,7 @@ class Session:
         best = math.inf if best is None else best
         filtered = dict(zip((c.id for c in self.filtered), self.backend.filter_reasons(self.filtered)))
         for candidate_id in ids:
-            if candidate_id in filtered:  # (sent before its begin's filtered results were in)
+            if candidate_id in filtered:  # (a coordinator that did not read the begin's "filtered")
                 self.emit({"task": task, "result": candidate_id, "status": "filtered", "detail": filtered[candidate_id]})
                 continue
             candidate = self.candidates[candidate_id]

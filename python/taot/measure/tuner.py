@@ -593,8 +593,8 @@ class Coordinator:
                 task = message["begin"]
                 self.journal.write({"task": task, "begin": True, "key": message["key"],
                                     "shape": dict(self.shapes[task]), "candidates": message["candidates"]})
-                results = self.journal.tasks[task]["results"]
-                self.plans[task].remaining = [c["id"] for c in message["candidates"] if c["id"] not in results]
+                done = set(self.journal.tasks[task]["results"]) | set(message.get("filtered", ()))
+                self.plans[task].remaining = [c["id"] for c in message["candidates"] if c["id"] not in done]
                 self._unit_done(worker, message)
                 worker.unit = worker.running = None  # its filtered results follow, named by task
             elif "start" in message:
