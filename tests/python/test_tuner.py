@@ -90,6 +90,8 @@ def test_tables_hold_the_fastest_candidate_per_key_on_two_workers(world):
     assert {key: value for key, value in vllm.items() if key != "triton_version"} == \
         {str(m): CONFIGS[best] for m, best in BEST.items()}
     assert "picks the tuned variant for 4 of 4 shapes" in result.stderr
+    assert len(re.findall(r"GPU \d \(Fake GPU 80GB\): worker ready in \d+\.\d s \(reading the plan 0\.0 s\)",
+                          result.stderr)) == 2
     # Early stopping: the 2x-3x candidates are timed only briefly, unless timed before the best was known.
     full = [line for line in calls(world[2]) if line.endswith("full")]
     assert len(full) < 4 * len(CONFIGS)

@@ -11,7 +11,7 @@
 #                                        time the leading candidates again, R interleaved rounds
 #   {"verify": TABLE_PATH, "tasks": [[TASK, best id], ...]}  or  {"quit": true}
 # The worker answers:
-#   {"ready": {"device": NAME}}                          once, after loading
+#   {"ready": {"device": NAME, "startup_s": {step: S}}}  once, after loading (the steps' seconds)
 #   {"begin": TASK, "key": [...], "candidates": [{"id", "config"}, ...], "filtered": [ids], "setup_s": S},
 #                                                         then a result per filtered one (not in skip)
 #   {"task": TASK, "start": ID}                           before it runs a candidate
@@ -150,7 +150,7 @@ def serve(backend, shapes, screening, read=sys.stdin, write=sys.stdout):
         write.flush()
 
     session = Session(backend, shapes, screening, emit)
-    emit({"ready": {"device": backend.device_name}})
+    emit({"ready": {"device": backend.device_name, "startup_s": getattr(backend, "startup_s", {})}})
     for line in read:
         request = json.loads(line)
         if request.get("quit"):

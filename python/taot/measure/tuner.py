@@ -54,19 +54,31 @@ class RealBackend:
     FatalError = FatalError
 
     def __init__(self, settings):
+        self.startup_s = {}  # seconds of each step of starting, for the coordinator's "ready" line
+        clock = time.perf_counter()
+
+        def took(step):
+            nonlocal clock
+            now = time.perf_counter()
+            self.startup_s[step], clock = now - clock, now
+
         import torch
 
         from ..library.built import load_library
         from .calls import TimingSettings  # noqa: F401  (the settings' keywords are its fields)
 
+        took("importing torch")
         self.torch = torch
         self.device = "cuda:0"
         torch.cuda.set_device(self.device)
         self.device_name = torch.cuda.get_device_name(self.device)
+        took("starting CUDA")
         self.library = load_library(settings["library"], settings.get("module_dir"))
         self.kernel = self.library.kernel(settings["kernel"])
         self.info = self.library.info(settings["kernel"])
+        took("loading the library")
         self.kernel_bench = load_bench_file(settings["bench"]).kernel(settings["kernel"])
+        took("loading the bench file")
         self.variants = self.kernel.variants()
         self.key_positions = [self.info.parameters.index(name) for name in settings["key"]]
         self.check = settings.get("check", True)
@@ -587,7 +599,7 @@ class Coordinator:
             if process is not worker.process:
                 continue  # from a process already replaced
             if "ready" in message:
-                self._ready(worker, message["ready"]["device"], workers)
+                self._ready(worker, message["ready"]["device"], workers, message["ready"].get("startup_s"))
                 ready.add(worker)
             elif "begin" in message:
                 task = message["begin"]
@@ -621,7 +633,7 @@ class Coordinator:
                 self._worker_exited(worker, message["exited"], ready)
             self._assign_idle(workers, ready)
 
-    def _ready(self, worker, device, workers):
+    def _ready(self, worker, device, workers, startup_s=None):
         wanted = self.device or self.journal.device
         if wanted is not None and device != wanted and self.options.other_devices == "skip":
             self.skipped.add(worker)
@@ -642,7 +654,9 @@ class Coordinator:
             self.failure = (f"GPU {worker.gpu} is a {device}, GPU {workers[0].gpu} a {self.device}: a tuned "
                             f"table is for one kind of device; give --gpus of one kind")
         if not self.failure:
-            self.say(f"GPU {worker.gpu} ({device}): worker ready in {time.monotonic() - worker.launched_at:.1f} s")
+            steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in (startup_s or {}).items())
+            self.say(f"GPU {worker.gpu} ({device}): worker ready in {time.monotonic() - worker.launched_at:.1f} s"
+                     + (f" ({steps})" if steps else ""))
 
     def _unit_text(self, worker):
         unit = worker.unit

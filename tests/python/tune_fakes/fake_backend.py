@@ -18,6 +18,7 @@ class FakeBackend:
         self.device_name = os.environ.get("FAKE_TUNE_DEVICE") or self.plan.get("device", "Fake GPU")
         self.candidates = self.plan["candidates"]
         self.table = None
+        self.startup_s = {"reading the plan": 0.0}  # (RealBackend's steps: importing torch, starting CUDA, ...)
         with open(os.environ["FAKE_TUNE_LOG"] + ".devices", "a") as log:
             log.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset") + "\n")
 
