@@ -59,30 +59,26 @@ def run(arguments):
         raise TaotError(f"{arguments.spec}: the spec names its library {library.name!r}, but the build asks for "
                         f"{arguments.library_name!r} (--library-name, or taot_add_library's NAME): make them the same")
     output = compile_command.output_folder(library, arguments)
-    with OutputLock(output, wait=not arguments.no_wait, notice=say) as lock:
-        os.environ[HELD_BY_PARENT] = str(lock.path)
-        try:
-            say(f"[1/{steps}] taot compile {arguments.spec} -> {output}")
-            code = compile_command.run(arguments, library)
-            if code != 0:
-                return code
-            say(f"[2/{steps}] taot gen {output / 'manifest.json'} -> {output}")
-            code = run_gen(output / "manifest.json", output, python=arguments.python, quiet=arguments.quiet,
-                           tuning=arguments.tuning)
-            if code != 0:
-                return code
-            if arguments.depfile:
-                depfile.write(arguments.depfile, output, _inputs(library, arguments.tuning))
-            if not arguments.build_library:
-                return 0
-            say(f"[3/3] cmake build {output / 'build'}")
-            code = _build_library(output, arguments.quiet)
-            if code == 0 and arguments.python:
-                say(f"the Python module {library.name} is in {output / 'build'}; it loads through taot's binding, "
-                    f"so import it with both folders importable: PYTHONPATH={output / 'build'}{os.pathsep}{IMPORT_ROOT}")
+    with OutputLock(output, wait=not arguments.no_wait, notice=say):
+        say(f"[1/{steps}] taot compile {arguments.spec} -> {output}")
+        code = compile_command.run(arguments, library, lock_held=True)
+        if code != 0:
             return code
-        finally:
-            os.environ.pop(HELD_BY_PARENT, None)
+        say(f"[2/{steps}] taot gen {output / 'manifest.json'} -> {output}")
+        code = run_gen(output / "manifest.json", output, python=arguments.python, quiet=arguments.quiet,
+                       tuning=arguments.tuning)
+        if code != 0:
+            return code
+        if arguments.depfile:
+            depfile.write(arguments.depfile, output, _inputs(library, arguments.tuning))
+        if not arguments.build_library:
+            return 0
+        say(f"[3/3] cmake build {output / 'build'}")
+        code = _build_library(output, arguments.quiet)
+        if code == 0 and arguments.python:
+            say(f"the Python module {library.name} is in {output / 'build'}; it loads through taot's binding, "
+                f"so import it with both folders importable: PYTHONPATH={output / 'build'}{os.pathsep}{IMPORT_ROOT}")
+        return code
 
 
 def _check_binding():

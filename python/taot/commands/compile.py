@@ -91,14 +91,15 @@ def check(parser, arguments):
                 parser.error(f"--target {name}: expected one of {', '.join(accepted_target_names())}")
 
 
-def run(arguments, library=None):
-    """`library`: the spec already loaded (taot build loads it first, to know its output folder)."""
+def run(arguments, library=None, lock_held=False):
+    """`library`: the spec already loaded (taot build loads it first, to know its output folder);
+    `lock_held`: the caller holds the output folder's lock (taot build, for its later steps too)."""
     start = time.perf_counter()
     library = library or load(arguments)
     if arguments.list:
         return _list(library, arguments)
     output_folder(library, arguments)
-    result = compile_library(library, arguments)
+    result = compile_library(library, arguments, lock_held)
     _summarise(result, time.perf_counter() - start, arguments)
     return 0
 
@@ -123,7 +124,7 @@ def load(arguments):
     return library
 
 
-def compile_library(library, arguments):
+def compile_library(library, arguments, lock_held=False):
     from ..compile.engine import build
     progress = None if arguments.quiet else Progress(sys.stderr)
     cluster = None
@@ -133,7 +134,7 @@ def compile_library(library, arguments):
             cluster = connect(arguments.cluster, notice=progress.note if progress else None)
         return build(library, arguments.output, workers=arguments.jobs, progress=progress,
                      notice=progress.note if progress else None, ir=arguments.ir, wait=not arguments.no_wait,
-                     cluster=cluster)
+                     cluster=cluster, lock_held=lock_held)
     finally:
         if cluster is not None:
             cluster.close()

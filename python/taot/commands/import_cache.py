@@ -2,7 +2,6 @@
 # with a spec beside it that compiles the same variants (taot/cache_import.py), then generate the
 # library's sources (the C++ `taot gen`), holding the output folder's lock throughout.
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 from ..cli import add_json_flag, add_no_wait_flag, json_document
 from ..errors import TaotError
 from ..compile.ir_files import DEFAULT_MODE, MODES
-from ..compile.output_lock import HELD_BY_PARENT, OutputLock
+from ..compile.output_lock import OutputLock
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -77,21 +76,17 @@ def run(arguments):
         raise TaotError(str(problem)) from None
     entries = select_entries(contents, arguments.kernel)
     output = Path(arguments.output)
-    with OutputLock(output, wait=not arguments.no_wait, notice=say) as lock:
-        os.environ[HELD_BY_PARENT] = str(lock.path)
-        try:
-            say(f"[1/2] import {len(entries)} entries of {arguments.cache} -> {output}")
-            result = import_cache(entries, output, arguments.name, arguments.grids, ir=arguments.ir,
-                                  cache_label=arguments.cache, notice=say, use_source=not arguments.no_source)
-            for key, reason in contents.skipped:
-                say(f"note: skipped {key}: {reason}")
-            for note in result.notes:
-                say(f"note: {note}")
-            say(f"[2/2] taot gen {result.manifest_path} -> {output}")
-            code = run_gen(result.manifest_path, output, python=arguments.python,
-                           quiet=arguments.quiet or arguments.json)
-        finally:
-            os.environ.pop(HELD_BY_PARENT, None)
+    with OutputLock(output, wait=not arguments.no_wait, notice=say):
+        say(f"[1/2] import {len(entries)} entries of {arguments.cache} -> {output}")
+        result = import_cache(entries, output, arguments.name, arguments.grids, ir=arguments.ir,
+                              cache_label=arguments.cache, notice=say, use_source=not arguments.no_source)
+        for key, reason in contents.skipped:
+            say(f"note: skipped {key}: {reason}")
+        for note in result.notes:
+            say(f"note: {note}")
+        say(f"[2/2] taot gen {result.manifest_path} -> {output}")
+        code = run_gen(result.manifest_path, output, python=arguments.python,
+                       quiet=arguments.quiet or arguments.json)
     if code != 0:
         return code
     if arguments.json:

@@ -1,6 +1,7 @@
 # Compile a validated library into OUTDIR, holding its lock: plan jobs, skip up-to-date ones whose
 # artifacts are intact, compile the rest in parallel, write manifest.json when everything succeeded,
 # and remove the artifact folders this library no longer uses.
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -95,16 +96,18 @@ def _parsed_options(library, kernel, variant, target, cache):
     return cache[key]
 
 
-def build(library, outdir, workers=None, progress=None, notice=None, ir=DEFAULT_MODE, wait=True, cluster=None):
+def build(library, outdir, workers=None, progress=None, notice=None, ir=DEFAULT_MODE, wait=True, cluster=None,
+          lock_held=False):
     """Bring OUTDIR up to date with `library`, keeping the IR stages as `ir` says (ir_files.MODES).
     `progress(done, total, outcome)` is called as each compile finishes, `notice(line)` for what the
     user should know (waiting for another build, a damaged artifact compiled again). Holds OUTDIR's
-    lock throughout (waiting for it, or with wait=False raising OutputBusy). `cluster`: a
+    lock throughout (waiting for it, or with wait=False raising OutputBusy), unless `lock_held`: the
+    caller holds it. `cluster`: a
     cluster.Cluster whose nodes compile the jobs (else processes here). Raises CompileError (after
     removing the then stale manifest) if a job failed, Interrupted on Ctrl-C."""
     start = time.perf_counter()
     outdir = Path(outdir)
-    with OutputLock(outdir, wait=wait, notice=notice):
+    with contextlib.nullcontext() if lock_held else OutputLock(outdir, wait=wait, notice=notice):
         planned, hashes = plan_jobs(library, outdir, ir)
         stale, fresh = _split_stale(planned, outdir, notice)
         manifest_path = outdir / "manifest.json"

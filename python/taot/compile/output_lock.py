@@ -13,9 +13,8 @@ from pathlib import Path
 from ..errors import OutputBusy
 
 LOCK_NAME = ".taot.lock"
-# The lock file's path, set by a command holding the lock for what it runs in the folder (build's
-# compile; the `taot gen` of build, from-ir and import-cache, tools/taot/output_lock.h): they do not
-# take the lock again.
+# The lock file's path, set for the `taot gen` that build, from-ir and import-cache run in a folder
+# whose lock they hold (tools/taot/output_lock.h): gen does not take the lock again.
 HELD_BY_PARENT = "TAOT_HELD_LOCK"
 
 
@@ -33,8 +32,6 @@ class OutputLock:
 
     def __enter__(self):
         self.outdir.mkdir(parents=True, exist_ok=True)
-        if _held_by_parent(self.path):
-            return self
         descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
             if not self._acquire(descriptor):
@@ -74,18 +71,6 @@ class OutputLock:
             os.close(self.descriptor)
             self.descriptor = None
         return False
-
-
-def _held_by_parent(path):
-    """Whether $TAOT_HELD_LOCK names `path` and its holder line names this process or its parent (a
-    word inherited from further up, or left in the environment, does not count)."""
-    held = os.environ.get(HELD_BY_PARENT)
-    try:
-        if not held or not os.path.samefile(held, path):
-            return False
-    except OSError:
-        return False
-    return holder_of(path).startswith((f"pid {os.getpid()} ", f"pid {os.getppid()} "))
 
 
 def holder_of(path):
