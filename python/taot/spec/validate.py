@@ -1,5 +1,4 @@
 # Validate a raw spec dict (from TOML or taot_spec()) into a LibrarySpec with its variants.
-import dataclasses
 import difflib
 import glob
 import inspect
@@ -8,7 +7,7 @@ import keyword
 import re
 from pathlib import Path
 
-from . import decorators, device_facts, kernel_ref, resolve, source as kernel_source, variants
+from . import decorators, device_facts, kernel_ref, resolve, variants
 from .keypath import Node, describe, is_int, is_list, one_of
 from .dtypes import DTYPES, canonical_scalar, scalar_kind, spec_dtype_name
 from ..errors import Problem, SpecError

@@ -140,7 +140,6 @@ def read_cache(folder):
 def _read_entry(folder, group):
     """The entry a group file describes; None for groups that are not a kernel's (no metadata)."""
     name = group.name[len(GROUP_PREFIX):-len(".json")]
-    label = f"{folder.name}/{name}"
     try:
         children = json.loads(group.read_text()).get("child_paths")
     except (ValueError, AttributeError, OSError):
