@@ -501,3 +501,97 @@ def test_the_backend_keeps_the_shapes_it_entered_last():
         assert backend.begin(shape) == ([shape], [], []) and backend.cache == f"cache {shape}"
         assert backend.shape == shape
     assert backend._begin.entered == ["a", "b", "c", "a"]  # "a" dropped when "c" came; "b" kept
+
+
+class _StandIn:
+    """A worker as the coordinator's scheduling sees it (hashable, as workers are)."""
+
+    def __init__(self, gpu):
+        self.gpu, self.unit, self.running, self.restarts = gpu, None, None, 0
+
+    def send(self, request):
+        pass
+
+    def start(self):
+        pass
+
+
+def _coordinator_at(tmp_path, shapes):
+    """A coordinator with two stand-in workers, both ready and free, for stepping _next_unit by hand."""
+    from taot.measure import tuner
+    header = {"schema": tuner.JOURNAL_SCHEMA, "library": "fakelib", "kernel": "moe", "key": ["M"], "shapes": shapes}
+    journal = tuner.Journal(tmp_path / "moe.journal.jsonl", header, False)
+    coordinator = tuner.Coordinator({}, shapes, journal, tuner.TuneOptions([0, 1], 60.0), lambda line: None)
+    workers = [_StandIn(gpu) for gpu in (0, 1)]
+    coordinator.workers, coordinator.ready = workers, set(workers)
+    return coordinator, journal, workers
+
+
+def _measured(journal, task, times, gpu):
+    journal.write({"task": task, "begin": True, "key": [task], "candidates": [{"id": c, "config": {}} for c in times]})
+    for candidate, ms in times.items():
+        journal.write({"task": task, "result": candidate, "status": "ok", "median_ms": ms, "gpu": gpu})
+
+
+def test_a_keys_final_goes_to_another_gpu_when_the_gpu_that_listed_it_was_left_out(tmp_path):
+    """A restarted worker that came back on another kind of device is skipped: the keys it listed are
+    compared elsewhere, not waited for."""
+    coordinator, journal, (first, second) = _coordinator_at(tmp_path, [{"M": 1}])
+    _measured(journal, 0, {"c0": 1.0, "c1": 1.01}, gpu=1)
+    plan = coordinator.plans[0]
+    plan.remaining, plan.begin_sent, plan.home = [], True, second
+    assert coordinator._next_unit(first) is None  # its home is there: the final waits for it
+    coordinator.skipped.add(second)
+    unit = coordinator._next_unit(first)
+    assert unit["final"] == 0 and sorted(unit["leaders"]) == ["c0", "c1"] and plan.home is first
+
+
+def test_keys_the_resumed_run_listed_are_taken_up_before_new_keys_are_listed(tmp_path):
+    coordinator, journal, (first, second) = _coordinator_at(tmp_path, [{"M": 1}, {"M": 2}])
+    _measured(journal, 0, {}, gpu=0)
+    coordinator.plans[0].remaining = ["c0", "c1", "c2"]  # listed by the run resumed, nobody's home
+    unit = coordinator._next_unit(first)
+    assert unit["measure"] == 0 and coordinator.plans[0].home is first
+    assert coordinator._next_unit(second)["begin"] == 1  # key 0 is first's now: second lists the next
+
+
+def test_a_restarted_worker_goes_on_with_the_key_it_was_measuring(tmp_path):
+    from taot.measure import tuner
+    coordinator, journal, (first, second) = _coordinator_at(tmp_path, [{"M": 1}, {"M": 2}])
+    _measured(journal, 0, {}, gpu=0)
+    every = [f"c{i}" for i in range(40)]
+    coordinator.plans[0].remaining, coordinator.plans[0].home = list(every), first
+    coordinator.holding[first] = 0  # it listed key 0; key 1 is not listed yet
+    coordinator._assign(first)
+    assert first.unit["measure"] == 0 and first.unit["candidates"] == every[:tuner.CHUNK]  # its own: a whole chunk
+    coordinator._worker_exited(first, 9, coordinator.ready)
+    assert coordinator.plans[0].remaining == every  # its chunk came back
+    coordinator.ready.add(first)
+    assert coordinator._next_unit(first)["measure"] == 0  # not the listing of key 1
+
+
+class _Crowded(_Recorded):
+    """Stands in for RealBackend._begin on a GPU with room for one shape: a second one fails for
+    memory while another is kept."""
+
+    def __init__(self, backend):
+        super().__init__()
+        self.backend = backend
+
+    def __call__(self, shape):
+        if self.backend.kept:
+            raise MemoryError("CUDA out of memory")
+        return super().__call__(shape)
+
+
+def test_a_shape_that_does_not_fit_beside_the_kept_ones_is_entered_alone():
+    from types import SimpleNamespace
+    from taot.measure.tuner import RealBackend
+    backend = object.__new__(RealBackend)
+    emptied = []
+    backend.torch = SimpleNamespace(cuda=SimpleNamespace(OutOfMemoryError=MemoryError,
+                                                         empty_cache=lambda: emptied.append(True)))
+    backend.kept = {}
+    backend._begin = _Crowded(backend)
+    assert backend.begin("a") == (["a"], [], []) and backend.begin("b") == (["b"], [], [])
+    assert list(backend.kept) == ["b"] and backend.cache == "cache b" and emptied == [True]

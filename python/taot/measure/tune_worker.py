@@ -12,8 +12,9 @@
 #   {"verify": TABLE_PATH, "tasks": [[TASK, best id], ...]}  or  {"quit": true}
 # The worker answers:
 #   {"ready": {"device": NAME, "startup_s": {step: S}}}  once, after loading (the steps' seconds)
-#   {"begin": TASK, "key": [...], "candidates": [{"id", "config"}, ...], "filtered": [ids], "setup_s": S},
-#                                                         then a result per filtered one (not in skip)
+#   {"begin": TASK, "key": [...], "candidates": [{"id", "config"}, ...],
+#    "filtered": {id: why, ...}, "setup_s": S}            listed; `filtered`: those the device cannot run
+#                                                         (the coordinator records them), skip left out
 #   {"task": TASK, "start": ID}                           before it runs a candidate
 #   {"task": TASK, "result": ID, "status": S, "median_ms": T, "samples": N, "detail": TEXT}
 #   {"measured": TASK, "setup_s": S}                      the measure unit is done
@@ -65,19 +66,17 @@ class Session:
     def begin(self, task, skip):
         self._enter(task)
         listed = list(self.candidates.values()) + self.filtered
+        reasons = zip(self.filtered, self.backend.filter_reasons(self.filtered))
         self.emit({"begin": task, "key": list(self.key),
                    "candidates": [{"id": c.id, "config": c.config} for c in listed],
-                   "filtered": [c.id for c in self.filtered], "setup_s": self.setup_s})
-        for candidate, reason in zip(self.filtered, self.backend.filter_reasons(self.filtered)):
-            if candidate.id not in skip:
-                self.emit({"task": task, "result": candidate.id, "status": "filtered", "detail": reason})
+                   "filtered": {c.id: reason for c, reason in reasons if c.id not in skip}, "setup_s": self.setup_s})
 
     def measure(self, task, ids, best):
         self._enter(task)
         best = math.inf if best is None else best
         filtered = dict(zip((c.id for c in self.filtered), self.backend.filter_reasons(self.filtered)))
         for candidate_id in ids:
-            if candidate_id in filtered:  # (a coordinator that did not read the begin's "filtered")
+            if candidate_id in filtered:  # (listed as filtered by its begin; said again if sent)
                 self.emit({"task": task, "result": candidate_id, "status": "filtered", "detail": filtered[candidate_id]})
                 continue
             candidate = self.candidates[candidate_id]

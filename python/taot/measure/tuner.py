@@ -97,9 +97,18 @@ class RealBackend:
             while len(self.kept) >= KEPT_SHAPES:
                 del self.kept[next(iter(self.kept))]
             self.cache, self.shape = None, None  # (the dropped shape's tensors go before the new ones come)
-            self.kept[shape] = self._begin(shape)
+            try:
+                self.kept[shape] = self._begin(shape)
+            except self._out_of_memory():  # the shapes kept take room this one needs: it comes alone
+                self.kept.clear()
+                self.cache, self.shape = None, None
+                self.torch.cuda.empty_cache()
+                self.kept[shape] = self._begin(shape)
         (self.cache, answer), self.shape = self.kept[shape], shape
         return answer
+
+    def _out_of_memory(self):
+        return getattr(self.torch.cuda, "OutOfMemoryError", MemoryError)
 
     def _begin(self, shape):
         from .bench import ArgumentCache
@@ -433,7 +442,7 @@ class Coordinator:
         self.failure = None
         self.messages = queue.Queue()  # (worker, process, message) from every worker's reader thread
         self.workers = []
-        self.holding = {}  # worker -> the task its worker process entered last
+        self.holding = {}  # worker -> the task it was sent work of last (a restarted worker goes on with it)
         self.usage = {}    # worker -> _Usage
 
     def run(self):
@@ -510,12 +519,17 @@ class Coordinator:
                 leaders = self._leaders(task)
                 if len(leaders) <= 1:
                     self._end(task)
-                elif plan.home in (worker, None):
+                elif self._home(plan) in (worker, None):
                     plan.final_sent, plan.home = True, worker
                     return {"final": task, "leaders": leaders, "rounds": FINAL_ROUNDS}
         held = self.holding.get(worker)
-        if held in self.plans and self.plans[held].remaining and held in self.pending:
+        if held in self.pending and self.plans[held].remaining:
             return self._chunk(worker, held)
+        for task in self.pending:  # listed by the run resumed, and nobody's yet
+            plan = self.plans[task]
+            if plan.remaining and self._home(plan) is None:
+                plan.home = worker
+                return self._chunk(worker, task)
         for task in self.pending:
             plan = self.plans[task]
             if plan.remaining is None and not plan.begin_sent:
@@ -525,12 +539,19 @@ class Coordinator:
                      key=lambda task: len(self.plans[task].remaining), default=None)
         return None if shared is None else self._chunk(worker, shared)
 
+    def _home(self, plan):
+        """The worker a key's final comparison waits for: the one that listed it, unless that one was
+        left out since (another device); None: any."""
+        return None if plan.home in self.skipped else plan.home
+
     def _chunk(self, worker, task):
-        """A measure unit of the task's next candidates: CHUNK at most, and a fair share of what is left
-        among the workers free now."""
+        """A measure unit of the task's next candidates: CHUNK at most, and, once no key is left to list,
+        a fair share of what is left among the workers free now (the ready ones on the device tuned)."""
         plan = self.plans[task]
-        free = max(1, sum(1 for other in self.workers if other.unit is None))
-        size = max(1, min(CHUNK, -(-len(plan.remaining) // free)))
+        unlisted = any(self.plans[t].remaining is None and not self.plans[t].begin_sent for t in self.pending)
+        free = 1 if unlisted else sum(1 for other in self.workers if other.unit is None and other in self.ready
+                                      and other not in self.skipped)
+        size = max(1, min(CHUNK, -(-len(plan.remaining) // max(1, free))))
         chunk, plan.remaining = plan.remaining[:size], plan.remaining[size:]
         plan.sent.update(chunk)
         return {"measure": task, "candidates": chunk, "best": self._best_on(worker.gpu, task)}
@@ -605,10 +626,14 @@ class Coordinator:
                 task = message["begin"]
                 self.journal.write({"task": task, "begin": True, "key": message["key"],
                                     "shape": dict(self.shapes[task]), "candidates": message["candidates"]})
-                done = set(self.journal.tasks[task]["results"]) | set(message.get("filtered", ()))
+                filtered = message.get("filtered", {})
+                done = set(self.journal.tasks[task]["results"]) | set(filtered)
                 self.plans[task].remaining = [c["id"] for c in message["candidates"] if c["id"] not in done]
+                for candidate, why in filtered.items():
+                    self._record({"task": task, "result": candidate, "status": "filtered", "detail": why,
+                                  "gpu": worker.gpu})
                 self._unit_done(worker, message)
-                worker.unit = worker.running = None  # its filtered results follow, named by task
+                worker.unit = worker.running = None
             elif "start" in message:
                 worker.running, worker.started_at = (message["task"], message["start"]), time.monotonic()
             elif "result" in message:
@@ -711,7 +736,6 @@ class Coordinator:
             return
         self.say(f"GPU {worker.gpu}: worker exited (status {code}); restarting it")
         ready.discard(worker)
-        self.holding.pop(worker, None)
         worker.start()
 
     def _check_hangs(self, workers):
