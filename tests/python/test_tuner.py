@@ -56,12 +56,12 @@ def world(tmp_path):
     return library, plan, tmp_path
 
 
-def tune(world, *extra, plan_changes=None):
+def tune(world, *extra, plan_changes=None, environment=None):
     library, plan, tmp_path = world
     plan = dict(plan, **(plan_changes or {}))
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     environment = dict(os.environ, FAKE_TUNE_PLAN=str(tmp_path / "plan.json"), FAKE_TUNE_LOG=str(tmp_path / "calls.log"),
-                       PYTHONPATH=str(ROOT / "python"))
+                       PYTHONPATH=str(ROOT / "python"), **(environment or {}))
     command = [sys.executable, "-m", "taot", "tune", str(library), "--bench", str(FAKES / "bench_fake.py"),
                "--backend", str(FAKES / "fake_backend.py"), "-o", str(tmp_path / "out"), *extra]
     return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=120)
@@ -145,7 +145,7 @@ def test_gate_crash_hang_and_fatal_are_recorded_and_skipped(world):
     assert results[(1, "v3")]["status"] == "crashed" and "status 9" in results[(1, "v3")]["detail"]
     assert results[(2, "v4")]["status"] == "hung"
     assert results[(3, "v5")]["status"] == "crashed"  # a fatal driver error ends the worker after the report
-    assert all(entry["gpu"] == 0 for entry in results.values())  # every outcome names the GPU it came from
+    assert all(entry["gpu"] == "GPU-fake-0" for entry in results.values())  # every outcome names its GPU's id
     table = json.loads((world[2] / "out" / "moe.json").read_text())
     chosen = {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]}
     assert all(chosen[m] != BEST[m] for m in BEST)  # the failed best is never chosen
@@ -174,6 +174,29 @@ def test_resume_times_only_what_the_journal_lacks(world):
     assert {m for m, _ in timed} == {64, 256}
     table = json.loads((world[2] / "out" / "moe.json").read_text())
     assert {entry["key"][0]: entry["measured"]["variant"] for entry in table["entries"]} == BEST
+
+
+def test_a_run_resumed_under_other_visible_devices_records_each_result_under_the_gpu_that_timed_it(world):
+    """The journal names a GPU by its id (the UUID the worker reports), not by its index among the
+    visible ones: resumed with CUDA_VISIBLE_DEVICES reversed, worker 0 runs on GPU 1 and says so."""
+    assert tune(world, "--gpus", "2", environment={"CUDA_VISIBLE_DEVICES": "0,1"}).returncode == 0
+    path = world[2] / "out" / "moe.journal.jsonl"
+    lines = path.read_text().splitlines()
+    task2_begin = next(i for i, line in enumerate(lines) if '"begin": true' in line and '"task": 2' in line)
+    path.write_text("\n".join(lines[:task2_begin + 1]) + "\n")
+    (world[2] / "calls.log").unlink()
+    resumed = tune(world, "--gpus", "2", "--resume", environment={"CUDA_VISIBLE_DEVICES": "1,0"})
+    assert resumed.returncode == 0, resumed.stderr
+    timed_on = {}
+    for line in calls(world[2]):
+        m, candidate, device, _ = line.split()
+        timed_on.setdefault((int(m), candidate), set()).add(device)
+    m_of = {0: 1, 1: 16, 2: 64, 3: 256}  # (keys in flight beside task 2 may have lost results too)
+    resumed_results = [e for e in journal_entries(world[2])[task2_begin + 1:] if "result" in e and e["status"] != "filtered"]
+    assert {2, 3} <= {e["task"] for e in resumed_results}
+    for entry in resumed_results:
+        (device,) = timed_on[(m_of[entry["task"]], entry["result"])]
+        assert entry["gpu"] == f"GPU-fake-{device}", entry
 
 
 def test_ctrl_c_stops_the_workers_at_once_and_the_journal_resumes(world):

@@ -26,7 +26,8 @@ class TuneActor:
                                Screening(settings["quick"], settings["full"], settings["prune_ratio"]), self.out.append)
 
     def ready(self):
-        return {"device": self.backend.device_name, "startup_s": getattr(self.backend, "startup_s", {}),
+        return {"device": self.backend.device_name, "gpu_id": getattr(self.backend, "gpu_id", None),
+                "startup_s": getattr(self.backend, "startup_s", {}),
                 "where": f"{socket.gethostname()} GPU {os.environ.get('CUDA_VISIBLE_DEVICES', '?')}"}
 
     def handle(self, request):
@@ -71,7 +72,7 @@ class RayWorker:
                 if "ready" in request:
                     facts = self.ray.get(actor.ready.remote())
                     self.gpu = facts["where"]
-                    post({"ready": {"device": facts["device"], "startup_s": facts["startup_s"]}})
+                    post({"ready": {"device": facts["device"], "gpu_id": facts["gpu_id"], "startup_s": facts["startup_s"]}})
                 elif "measure" in request:  # one call per candidate: a crash is the candidate's
                     best, setup_s = request.get("best"), 0.0
                     for candidate in request["candidates"]:

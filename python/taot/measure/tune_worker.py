@@ -11,7 +11,8 @@
 #                                        time the leading candidates again, R interleaved rounds
 #   {"verify": TABLE_PATH, "tasks": [[TASK, best id], ...]}  or  {"quit": true}
 # The worker answers:
-#   {"ready": {"device": NAME, "startup_s": {step: S}}}  once, after loading (the steps' seconds)
+#   {"ready": {"device": NAME, "gpu_id": UUID or null, "startup_s": {step: S}}}
+#                                                         once, after loading (the steps' seconds)
 #   {"begin": TASK, "key": [...], "candidates": [{"id", "config"}, ...],
 #    "filtered": {id: why, ...}, "setup_s": S}            listed; `filtered`: those the device cannot run
 #                                                         (the coordinator records them), skip left out
@@ -149,7 +150,8 @@ def serve(backend, shapes, screening, read=sys.stdin, write=sys.stdout):
         write.flush()
 
     session = Session(backend, shapes, screening, emit)
-    emit({"ready": {"device": backend.device_name, "startup_s": getattr(backend, "startup_s", {})}})
+    emit({"ready": {"device": backend.device_name, "gpu_id": getattr(backend, "gpu_id", None),
+                    "startup_s": getattr(backend, "startup_s", {})}})
     for line in read:
         request = json.loads(line)
         if request.get("quit"):

@@ -84,6 +84,8 @@ class RealBackend:
         self.check = settings.get("check", True)
         properties = torch.cuda.get_device_properties(self.device)
         self.shared_limit = getattr(properties, "shared_memory_per_block_optin", None)
+        uuid = getattr(properties, "uuid", None)  # the GPU itself, whatever CUDA_VISIBLE_DEVICES calls it
+        self.gpu_id = None if uuid is None else f"GPU-{uuid}".replace("GPU-GPU-", "GPU-")
         self.cache = None
         self.kept = {}  # shape -> (its ArgumentCache, begin's answer), the KEPT_SHAPES entered last
 
@@ -443,6 +445,7 @@ class Coordinator:
         self.messages = queue.Queue()  # (worker, process, message) from every worker's reader thread
         self.workers = []
         self.holding = {}  # worker -> the task it was sent work of last (a restarted worker goes on with it)
+        self.gpu_ids = {}  # worker -> the GPU its results are recorded under (the GPU's UUID where it says)
         self.usage = {}    # worker -> _Usage
 
     def run(self):
@@ -554,7 +557,13 @@ class Coordinator:
         size = max(1, min(CHUNK, -(-len(plan.remaining) // max(1, free))))
         chunk, plan.remaining = plan.remaining[:size], plan.remaining[size:]
         plan.sent.update(chunk)
-        return {"measure": task, "candidates": chunk, "best": self._best_on(worker.gpu, task)}
+        return {"measure": task, "candidates": chunk, "best": self._best_on(self._gpu_of(worker), task)}
+
+    def _gpu_of(self, worker):
+        """What the journal records as the GPU of `worker`'s results: the GPU's UUID where its worker said
+        it, so that a run resumed under another CUDA_VISIBLE_DEVICES keeps each GPU's medians apart;
+        else the worker's GPU as --gpus or the cluster names it."""
+        return self.gpu_ids.get(worker, worker.gpu)
 
     def _timed_per_gpu(self, task):
         """{GPU: the key's candidates timed in full there, fastest first}; results of a journal that did
@@ -620,6 +629,8 @@ class Coordinator:
             if process is not worker.process:
                 continue  # from a process already replaced
             if "ready" in message:
+                if message["ready"].get("gpu_id") is not None:
+                    self.gpu_ids[worker] = message["ready"]["gpu_id"]
                 self._ready(worker, message["ready"]["device"], workers, message["ready"].get("startup_s"))
                 ready.add(worker)
             elif "begin" in message:
@@ -631,13 +642,13 @@ class Coordinator:
                 self.plans[task].remaining = [c["id"] for c in message["candidates"] if c["id"] not in done]
                 for candidate, why in filtered.items():
                     self._record({"task": task, "result": candidate, "status": "filtered", "detail": why,
-                                  "gpu": worker.gpu})
+                                  "gpu": self._gpu_of(worker)})
                 self._unit_done(worker, message)
                 worker.unit = worker.running = None
             elif "start" in message:
                 worker.running, worker.started_at = (message["task"], message["start"]), time.monotonic()
             elif "result" in message:
-                self._record(dict(message, gpu=worker.gpu))
+                self._record(dict(message, gpu=self._gpu_of(worker)))
                 if message["status"] != "filtered":
                     self.usage.setdefault(worker, _Usage()).candidates += 1
                 worker.running = None
@@ -647,7 +658,7 @@ class Coordinator:
             elif "final" in message:
                 self._unit_done(worker, message)
                 self.usage[worker].finals += 1
-                self._final(message["final"], message["times"], worker.gpu)
+                self._final(message["final"], message["times"], self._gpu_of(worker))
                 worker.unit = worker.running = None  # (its rounds' last start has no result of its own)
             elif "error" in message:
                 where = self._unit_text(worker)
@@ -717,7 +728,7 @@ class Coordinator:
             return  # asked to quit, or nothing left for it
         if worker.running is not None:
             task, candidate = worker.running
-            self._record({"task": task, "result": candidate, "status": "crashed", "gpu": worker.gpu,
+            self._record({"task": task, "result": candidate, "status": "crashed", "gpu": self._gpu_of(worker),
                           "detail": f"the worker exited with status {code} while running it"})
             worker.running = None
         if unit is not None:  # its unanswered work goes back
@@ -743,7 +754,7 @@ class Coordinator:
         for worker in workers:
             if worker.running is not None and now - worker.started_at > self.options.candidate_timeout:
                 task, candidate = worker.running
-                self._record({"task": task, "result": candidate, "status": "hung", "gpu": worker.gpu,
+                self._record({"task": task, "result": candidate, "status": "hung", "gpu": self._gpu_of(worker),
                               "detail": f"no answer within {self.options.candidate_timeout:g} s; worker killed"})
                 worker.running = None
                 worker.kill()  # its exit restarts it

@@ -19,6 +19,8 @@ class FakeBackend:
         self.candidates = self.plan["candidates"]
         self.table = None
         self.startup_s = {"reading the plan": 0.0}  # (RealBackend's steps: importing torch, starting CUDA, ...)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        self.gpu_id = None if visible is None else f"GPU-fake-{visible}"  # (RealBackend's: the GPU's UUID)
         with open(os.environ["FAKE_TUNE_LOG"] + ".devices", "a") as log:
             log.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset") + "\n")
 
