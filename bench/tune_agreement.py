@@ -17,6 +17,9 @@ import json
 import sys
 from pathlib import Path
 
+from taot.errors import TaotError
+from taot.measure.tuner import read_journal
+
 TARGET = 1.02
 
 
@@ -27,19 +30,10 @@ class Run:
         folder = Path(folder)
         table = json.loads((folder / f"{kernel}.json").read_text())
         self.chosen = {tuple(entry["key"]): entry["measured"]["variant"] for entry in table["entries"]}
-        self.results, self.finals = {}, {}
-        keys = {}  # the workers' lines interleave: a result names its task
-        for line in (folder / f"{kernel}.journal.jsonl").read_text().splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line an interruption cut short
-            if entry.get("begin"):
-                keys[entry["task"]] = tuple(entry["key"])
-            elif "result" in entry:
-                self.results.setdefault(keys[entry["task"]], {})[entry["result"]] = entry
-            elif "final" in entry:
-                self.finals[keys[entry["task"]]] = entry["final"]
+        _, tasks, _ = read_journal(folder / f"{kernel}.journal.jsonl")
+        listed = [state for state in tasks.values() if state["key"] is not None]
+        self.results = {tuple(state["key"]): state["results"] for state in listed}
+        self.finals = {tuple(state["key"]): state["final"] for state in listed if "final" in state}
 
     def ratio(self, key, choice):
         """(`choice` over this run's best for `key`, how it was judged), or (None, why not)."""
@@ -86,7 +80,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         a, b = Run(args.run_a, args.kernel), Run(args.run_b, args.kernel)
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, ValueError, KeyError, TaotError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     shared = sorted(set(a.chosen) & set(b.chosen))

@@ -19,7 +19,7 @@ def write_run(folder, keys):
     (folder / "k.json").write_text(json.dumps(table))
     lines = [{"header": {}}]
     for task, (m, (_, results, final)) in enumerate(keys.items()):
-        lines.append({"task": task, "begin": True, "key": [m]})
+        lines.append({"task": task, "begin": True, "key": [m], "candidates": [{"id": c, "config": {}} for c in results]})
         lines += [{"task": task, "result": c, "status": status, "median_ms": ms, "gpu": gpu}
                   for c, (status, ms, gpu) in results.items()]
         if final:
@@ -55,3 +55,8 @@ def test_a_run_of_other_keys_fails_unless_it_is_a_subset_given_as_one(tmp_path, 
     assert script.main(arguments + ["--subset"]) == 0
     assert "run A choices in the run B run: 1 of 1 timed there, worst 1.000x" in capsys.readouterr().out
     assert script.main([str(tmp_path / "full"), str(tmp_path / "nowhere")]) == 2
+    journal = tmp_path / "some" / "k.journal.jsonl"
+    lines = journal.read_text().split("\n")
+    journal.write_text("\n".join(lines[:2] + ["{not json"] + lines[2:]))  # damaged inside, not cut short
+    assert script.main(arguments) == 2
+    assert f"{journal}:3: not a JSON line" in capsys.readouterr().err

@@ -191,6 +191,47 @@ def _plain(value):
     return str(value)
 
 
+def read_journal(path):
+    """(header, tasks, device) of the journal at `path`: tasks as Journal.tasks holds them, device as
+    its device line names it (None before one). A last line cut short by an interruption is left
+    out; TaotError for any other line that is not JSON, or a file without a header line."""
+    path = Path(path)
+    lines = path.read_text().splitlines()
+    entries = []
+    for number, line in enumerate(lines, 1):
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break  # the last line, cut short by the interruption
+            raise TaotError(f"{path}:{number}: not a JSON line") from None
+    if not entries or "header" not in entries[0]:
+        raise TaotError(f"{path}: not a taot tune journal (no header line)")
+    tasks, device = {}, None
+    for entry in entries[1:]:
+        device = _apply_entry(tasks, entry) or device
+    return entries[0]["header"], tasks, device
+
+
+def _apply_entry(tasks, entry):
+    """Applies one journal line to `tasks` (task -> {"key", "candidates": {id: config}, "results": {id:
+    line}, "final", "chosen", "done"}); returns the device a device line names, else None."""
+    if "device" in entry:
+        return entry["device"]
+    task = entry.get("task")
+    state = tasks.setdefault(task, {"key": None, "candidates": {}, "results": {}, "done": False})
+    if "begin" in entry:
+        state["key"] = entry["key"]
+        state["candidates"] = {c["id"]: c["config"] for c in entry["candidates"]}
+    elif "result" in entry:
+        state["results"][entry["result"]] = entry
+    elif "final" in entry:
+        state["final"], state["chosen"] = entry["final"], entry["chosen"]
+    elif "end" in entry:
+        state["done"] = True
+    return None
+
+
 def make_backend(settings):
     if settings.get("backend"):
         import importlib.util
@@ -233,43 +274,17 @@ class Journal:
             self.write({"header": header})
 
     def _read(self, header):
-        lines = self.path.read_text().splitlines()
-        entries = []
-        for number, line in enumerate(lines, 1):
-            try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError:
-                if number == len(lines):
-                    break  # the last line, cut short by the interruption
-                raise TaotError(f"{self.path}:{number}: not a JSON line") from None
-        if not entries or "header" not in entries[0]:
-            raise TaotError(f"{self.path}: not a taot tune journal (no header line)")
-        old = entries[0]["header"]
+        old, self.tasks, self.device = read_journal(self.path)
         for name in ("schema", "library", "kernel", "key", "shapes"):
             if old.get(name) != header.get(name):
                 raise TaotError(f"{self.path}: the journal is of another run ({name} {old.get(name)!r}, now "
                                 f"{header.get(name)!r}); give --restart to start over")
-        for entry in entries[1:]:
-            self._apply(entry)
-        if lines and not self.path.read_text().endswith("\n"):
+        if not self.path.read_text().endswith("\n"):
             with open(self.path, "a") as file:
                 file.write("\n")  # a cut line stays behind, ignored; later lines start clean
 
     def _apply(self, entry):
-        if "device" in entry:
-            self.device = entry["device"]
-            return
-        task = entry.get("task")
-        state = self.tasks.setdefault(task, {"key": None, "candidates": {}, "results": {}, "done": False})
-        if "begin" in entry:
-            state["key"] = entry["key"]
-            state["candidates"] = {c["id"]: c["config"] for c in entry["candidates"]}
-        elif "result" in entry:
-            state["results"][entry["result"]] = entry
-        elif "final" in entry:
-            state["final"], state["chosen"] = entry["final"], entry["chosen"]
-        elif "end" in entry:
-            state["done"] = True
+        self.device = _apply_entry(self.tasks, entry) or self.device
 
     def write(self, entry):
         """Appends `entry`, flushed to the system at once (a killed run loses nothing); written to the
