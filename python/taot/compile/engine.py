@@ -102,9 +102,8 @@ def build(library, outdir, workers=None, progress=None, notice=None, ir=DEFAULT_
     `progress(done, total, outcome)` is called as each compile finishes, `notice(line)` for what the
     user should know (waiting for another build, a damaged artifact compiled again). Holds OUTDIR's
     lock throughout (waiting for it, or with wait=False raising OutputBusy), unless `lock_held`: the
-    caller holds it. `cluster`: a
-    cluster.Cluster whose nodes compile the jobs (else processes here). Raises CompileError (after
-    removing the then stale manifest) if a job failed, Interrupted on Ctrl-C."""
+    caller holds it. `cluster`: a cluster.Cluster whose nodes compile the jobs (else processes here).
+    Raises CompileError (after removing the then stale manifest) if a job failed, Interrupted on Ctrl-C."""
     start = time.perf_counter()
     outdir = Path(outdir)
     with contextlib.nullcontext() if lock_held else OutputLock(outdir, wait=wait, notice=notice):

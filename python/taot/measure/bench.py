@@ -99,7 +99,7 @@ class ArgumentCache:
 
     def arguments(self, shape, config=None):
         """make_args' arguments for `shape` and the dependent fields of `config`, in the kernel's order,
-        made anew and not kept (nothing is launched on them, so no reference is computed)."""
+        made anew and not kept, with no reference computed (entry() adds one and keeps them)."""
         values = self.dependent_values(config or {})
         call = self.kernel_bench.call(shape, self.device, values if self.kernel_bench.args_depend_on else None)
         return positional(call, self.info.parameters, f"{self.kernel_bench.file}: make_args({shape.label})")

@@ -85,7 +85,7 @@ class RealBackend:
         properties = torch.cuda.get_device_properties(self.device)
         self.shared_limit = getattr(properties, "shared_memory_per_block_optin", None)
         uuid = getattr(properties, "uuid", None)  # the GPU itself, whatever CUDA_VISIBLE_DEVICES calls it
-        self.gpu_id = None if uuid is None else f"GPU-{uuid}".replace("GPU-GPU-", "GPU-")
+        self.gpu_id = None if uuid is None else str(uuid) if str(uuid).startswith("GPU-") else f"GPU-{uuid}"
         self.cache = None
         self.kept = {}  # shape -> (its ArgumentCache, begin's answer), the KEPT_SHAPES entered last
 
@@ -618,7 +618,7 @@ class Coordinator:
 
     def _unit_done(self, worker, message):
         """Accounts a unit's last answer to its worker's usage."""
-        use = self.usage.setdefault(worker, _Usage())
+        use = self.usage[worker]
         use.busy_s += time.monotonic() - worker.sent_at
         use.setup_s += message.get("setup_s", 0.0)
 
@@ -665,7 +665,7 @@ class Coordinator:
             elif "result" in message:
                 self._record(dict(message, gpu=self._gpu_of(worker)))
                 if message["status"] != "filtered":
-                    self.usage.setdefault(worker, _Usage()).candidates += 1
+                    self.usage[worker].candidates += 1
                 worker.running = None
             elif "measured" in message:
                 self._unit_done(worker, message)
